@@ -1,0 +1,65 @@
+# swaplab: `make run` measures the quick matrix, `make test` tests the lab.
+# Both install the Debian packages they need first (apt-get, as root).
+
+PYTHON := /usr/bin/python3
+LAB := $(PYTHON) -m lab
+MATRIX ?= quick
+PYTEST_ARGS ?=
+
+# Host tools for building kernels, the guest and the lab itself.
+DEB_PACKAGES := linux-source-6.1 build-essential bc flex bison libelf-dev \
+	libssl-dev cpio xz-utils git ccache qemu-system-x86 qemu-utils \
+	busybox-static python3-yaml python3-pytest python3-pytest-xdist \
+	python3-numpy python3-scipy python3-jinja2 python3-hypothesis \
+	python3-matplotlib
+
+.PHONY: all deps workloads build run test test-unit bench clean help
+
+all: help
+
+help:
+	@echo "make run        build, boot and measure the '$(MATRIX)' matrix, then report"
+	@echo "make test       install what is needed and run every test"
+	@echo "make test-unit  the fast unit tests only"
+	@echo "make build      build the kernel variants of the '$(MATRIX)' matrix"
+	@echo "make bench      print the lab's performance figures"
+	@echo "make clean      remove build products in the repository"
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+		grep -q ' installed$$' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "missing packages; as root run: apt-get install -y" $$missing; \
+			exit 1; \
+		fi; \
+		echo "installing:" $$missing; \
+		apt-get update -q >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends $$missing >/dev/null; \
+	fi
+
+workloads: deps
+	$(MAKE) -C workloads
+
+build: deps
+	$(LAB) build --matrix $(MATRIX)
+
+run: deps workloads
+	$(LAB) run --matrix $(MATRIX)
+
+test: deps workloads
+	$(PYTHON) -m pytest $(PYTEST_ARGS) tests
+
+test-unit: deps
+	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS) tests
+
+bench: deps workloads
+	$(PYTHON) tests/bench/bench_build.py
+	$(PYTHON) tests/bench/bench_swapbench.py
+
+clean:
+	$(MAKE) -C workloads clean
+	find . -name __pycache__ -prune -exec rm -rf {} +
+	rm -rf .pytest_cache

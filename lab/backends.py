@@ -1,0 +1,229 @@
+"""Swap backends: the disk image, the QEMU arguments and what the guest
+must report for each backend kind.
+
+- rotational: virtio-scsi + scsi-hd rotation_rate=N (guest: /dev/sda,
+  rotational=1). The disk is a chain of QEMU block nodes: a *source*
+  (today a sparse raw file) under an optional throttle filter that stands
+  in for a device model. A later device model is another `BlockSource`
+  (an NBD export from nbdkit, say) put under the same frontend.
+- nvme: QEMU's NVMe controller with mdts (default 9: a 2 MiB THP is one
+  IO); guest /dev/nvme0n1, rotational=0, max_hw_sectors_kb = 4 KiB << mdts.
+- pmem, mode nvdimm: an NVDIMM backed by a shared file (machine
+  nvdimm=on, ACPI NFIT); mode memmap: RAM-simulated pmem, the seeds'
+  setup (guest RAM grows by the swap size, cmdline memmap=SIZE!OFFSET,
+  X86_PMEM_LEGACY). Both give /dev/pmem0, rotational=0.
+
+Images live in the cache, are sparse and are recreated for every cell.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from lab.errors import LabError
+from lab.matrix import Backend, Guest
+
+NODE = "swapdisk"          # block node name of the device's top node
+MIB = 1 << 20
+
+
+class BlockSource(Protocol):
+    """Where the swap disk's blocks come from (bottom of the node chain)."""
+
+    def prepare(self) -> None: ...
+    def blockdev(self) -> dict[str, Any]: ...
+    def describe(self) -> dict[str, Any]: ...
+
+
+def direct_io_ok(directory: Path) -> bool:
+    """Whether files in `directory` can be opened with O_DIRECT."""
+    probe = directory / ".odirect-probe"
+    try:
+        fd = os.open(probe, os.O_RDWR | os.O_CREAT | os.O_DIRECT, 0o600)
+    except OSError:
+        return False
+    os.close(fd)
+    probe.unlink(missing_ok=True)
+    return True
+
+
+@dataclass
+class FileSource:
+    """A sparse raw image file, recreated by prepare()."""
+    path: Path
+    size_mib: int
+    direct: bool | None = None     # None: O_DIRECT when the host FS can
+
+    def prepare(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.unlink(missing_ok=True)
+        with open(self.path, "wb") as f:
+            f.truncate(self.size_mib * MIB)
+        if self.direct is None:
+            self.direct = direct_io_ok(self.path.parent)
+
+    def blockdev(self) -> dict[str, Any]:
+        direct = bool(self.direct)
+        return {"driver": "raw",
+                "file": {"driver": "file", "filename": str(self.path),
+                         "aio": "native" if direct else "threads",
+                         "cache": {"direct": direct, "no-flush": False}}}
+
+    def describe(self) -> dict[str, Any]:
+        return {"type": "file", "path": str(self.path),
+                "size_mib": self.size_mib, "direct_io": bool(self.direct)}
+
+
+@dataclass
+class Setup:
+    """One cell's backend, ready for QEMU."""
+    backend: Backend
+    device: str                          # the swap device in the guest
+    args: list[str]                      # QEMU arguments
+    machine: list[str] = field(default_factory=list)   # -machine opts
+    memory: list[str] = field(default_factory=list)    # -m suboptions
+    extra_ram_mib: int = 0               # guest RAM added (memmap pmem)
+    cmdline: list[str] = field(default_factory=list)
+    expect: dict[str, str] = field(default_factory=dict)
+    source: dict[str, Any] | None = None
+    image: Path | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.backend.name, "kind": self.backend.kind,
+                "params": dict(self.backend.params), "device": self.device,
+                "expect": dict(self.expect), "source": self.source,
+                "qemu_args": list(self.args), "machine": list(self.machine),
+                "memory": list(self.memory), "cmdline": list(self.cmdline),
+                "extra_ram_mib": self.extra_ram_mib}
+
+    def check(self, device: dict[str, Any] | None) -> list[str]:
+        """What the guest saw that differs from what this backend is."""
+        if not device:
+            return ["the guest reported no swap device"]
+        problems = []
+        queue = device.get("queue") or {}
+        for key, want in self.expect.items():
+            have = device.get("name") if key == "name" else queue.get(key)
+            if have is None:
+                problems.append(f"{key}: not reported, expected {want}")
+            elif str(have) != want:
+                problems.append(f"{key}: guest saw {have}, backend "
+                                f"{self.backend.name} expects {want}")
+        return problems
+
+
+def _blockdev_arg(node: dict[str, Any]) -> list[str]:
+    return ["-blockdev", json.dumps(node, separators=(",", ":"))]
+
+
+def throttled(source: BlockSource, iops: int, mib_s: int,
+              group: str = "swapthrottle") -> tuple[list[str],
+                                                    dict[str, Any]]:
+    """Put `source` under a throttle filter; (object args, top node)."""
+    bottom = source.blockdev()
+    if not iops and not mib_s:
+        return [], dict(bottom, **{"node-name": NODE})
+    limits = []
+    if iops:
+        limits.append(f"x-iops-total={iops}")
+    if mib_s:
+        limits.append(f"x-bps-total={mib_s * MIB}")
+    obj = ["-object", ",".join([f"throttle-group,id={group}"] + limits)]
+    return obj, {"driver": "throttle", "node-name": NODE,
+                 "throttle-group": group, "file": bottom}
+
+
+def _int(backend: Backend, key: str, default: int) -> int:
+    value = backend.params.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise LabError(f"backend {backend.name}: {key} must be an "
+                       f"integer, got {value!r}")
+
+
+def rotational(backend: Backend, guest: Guest, image_dir: Path,
+               source: BlockSource | None = None) -> Setup:
+    src = source or FileSource(image_dir / "swap.img", guest.swap_mib)
+    src.prepare()
+    rate = _int(backend, "rotation_rate", 7200)
+    if rate < 2:
+        raise LabError(f"backend {backend.name}: rotation_rate {rate} "
+                       "would make the disk non-rotational (use >= 1025)")
+    objs, top = throttled(src, _int(backend, "throttle_iops", 0),
+                          _int(backend, "throttle_bps", 0))
+    args = objs + _blockdev_arg(top) + [
+        "-device", "virtio-scsi-pci,id=swapscsi",
+        "-device", f"scsi-hd,bus=swapscsi.0,drive={NODE},"
+                   f"rotation_rate={rate},serial=swaplab-swap"]
+    return Setup(backend, "/dev/sda", args,
+                 expect={"name": "sda", "rotational": "1"},
+                 source=src.describe(),
+                 image=getattr(src, "path", None))
+
+
+def nvme(backend: Backend, guest: Guest, image_dir: Path,
+         source: BlockSource | None = None) -> Setup:
+    src = source or FileSource(image_dir / "swap.img", guest.swap_mib)
+    src.prepare()
+    mdts = _int(backend, "mdts", 9)
+    top = dict(src.blockdev(), **{"node-name": NODE})
+    args = _blockdev_arg(top) + [
+        "-device", f"nvme,serial=swaplab0,drive={NODE},mdts={mdts}"]
+    expect = {"name": "nvme0n1", "rotational": "0"}
+    if 0 < mdts <= 10:      # the guest caps transfers at 4 MiB anyway
+        expect["max_hw_sectors_kb"] = str(4 << mdts)
+    return Setup(backend, "/dev/nvme0n1", args, expect=expect,
+                 source=src.describe(), image=getattr(src, "path", None))
+
+
+def pmem(backend: Backend, guest: Guest, image_dir: Path,
+         source: BlockSource | None = None) -> Setup:
+    mode = str(backend.params.get("mode", "nvdimm"))
+    size = guest.swap_mib
+    expect = {"name": "pmem0", "rotational": "0"}
+    if mode == "memmap":
+        # RAM-simulated: the region sits low in guest RAM (QEMU puts the
+        # initrd at the top), aligned to 128 MiB memory sections.
+        offset = max(128, (guest.memory_mib // 2) // 128 * 128)
+        return Setup(backend, "/dev/pmem0", [], extra_ram_mib=size,
+                     cmdline=[f"memmap={size}M!{offset}M"], expect=expect,
+                     source={"type": "ram", "size_mib": size,
+                             "offset_mib": offset})
+    if mode != "nvdimm":
+        raise LabError(f"backend {backend.name}: pmem mode must be nvdimm "
+                       f"or memmap, not {mode!r}")
+    if source is not None:
+        raise LabError("an NVDIMM is backed by a file, not a block source")
+    if size % 2:
+        raise LabError(f"swap size {size} MiB: an NVDIMM needs a multiple "
+                       "of 2 MiB")
+    img = FileSource(image_dir / "pmem.img", size)
+    img.prepare()
+    args = ["-object", f"memory-backend-file,id=swapmem,share=on,"
+                       f"mem-path={img.path},size={size}M",
+            "-device", "nvdimm,id=swapnvdimm,memdev=swapmem"]
+    maxmem = guest.memory_mib + size + 1024
+    return Setup(backend, "/dev/pmem0", args, machine=["nvdimm=on"],
+                 memory=["slots=2", f"maxmem={maxmem}M"], expect=expect,
+                 source={"type": "nvdimm-file", "path": str(img.path),
+                         "size_mib": size},
+                 image=img.path)
+
+
+KINDS = {"rotational": rotational, "nvme": nvme, "pmem": pmem}
+
+
+def prepare(backend: Backend, guest: Guest, image_dir: Path,
+            source: BlockSource | None = None) -> Setup:
+    """Recreate the backend's image under `image_dir`; its QEMU setup."""
+    if backend.kind not in KINDS:
+        raise LabError(f"backend {backend.name}: unknown kind "
+                       f"{backend.kind!r}; expected one of "
+                       f"{', '.join(KINDS)}")
+    if guest.swap_mib < 1:
+        raise LabError("the guest's swap size must be at least 1 MiB")
+    return KINDS[backend.kind](backend, guest, image_dir, source)

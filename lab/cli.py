@@ -1,0 +1,123 @@
+"""The `lab` command: python3 -m lab SUBCOMMAND.
+
+User errors (LabError) print one clear message and exit 1 (2 for usage);
+only bugs in the lab itself produce a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from lab.build import BuildFailed, Builder
+from lab.cache import cache_root, locked
+from lab.errors import LabError
+from lab.matrix import Matrix, describe, load_matrix
+from lab.progress import Progress
+
+DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
+
+
+def _parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="lab", description="swaplab: kernel variants x swap devices "
+        "x workloads, measured in QEMU guests")
+    top.add_argument("--cache", help="cache directory (default: "
+                     "$SWAPLAB_CACHE or ~/.cache/swaplab)")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    val = sub.add_parser("validate", help="check matrix files")
+    val.add_argument("files", nargs="*", type=Path,
+                     help=f"matrix files (default: {DEFAULT_MATRIX.name})")
+
+    for name, text in (("build", "build kernel variants"),
+                       ("run", "build, boot and measure a sub-matrix")):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("variants", nargs="*",
+                         help="variants (default: the sub-matrix's)")
+        cmd.add_argument("--file", type=Path, default=DEFAULT_MATRIX,
+                         help="matrix file")
+        cmd.add_argument("--matrix", default="quick",
+                         help="sub-matrix name (default: quick)")
+        cmd.add_argument("--all", action="store_true",
+                         help="every variant in the file")
+        cmd.add_argument("-j", "--jobs", type=int, default=None,
+                         help="make jobs (default: CPU count)")
+        cmd.add_argument("--no-wait", action="store_true",
+                         help="refuse instead of waiting for a busy cache")
+    return top
+
+
+def _validate(files: list[Path]) -> int:
+    for file in files or [DEFAULT_MATRIX]:
+        matrix = load_matrix(file)
+        print(describe(matrix))
+    return 0
+
+
+def _chosen(matrix: Matrix, args: argparse.Namespace) -> list[str]:
+    if args.variants:
+        unknown = [v for v in args.variants if v not in matrix.variants]
+        if unknown:
+            raise LabError(f"unknown variant(s) {', '.join(unknown)}; "
+                           f"{matrix.file} has: {', '.join(matrix.variants)}")
+        return list(args.variants)
+    if args.all:
+        return list(matrix.variants)
+    return list(matrix.sub(args.matrix).variants)
+
+
+def _build(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.file)
+    names = _chosen(matrix, args)
+    root = cache_root(args.cache)
+    failed = []
+    started = time.monotonic()
+    with locked(root, wait=not args.no_wait):
+        builder = Builder(matrix, root, args.jobs)
+        for name in names:
+            progress = Progress(name)
+            try:
+                build = builder.build(matrix.variants[name], progress)
+            except BuildFailed as exc:
+                progress.finish("FAILED")
+                print(str(exc), file=sys.stderr)
+                if exc.log:
+                    print(f"  log: {exc.log}", file=sys.stderr)
+                failed.append(name)
+                continue
+            progress.finish(f"built {build.release} -> {build.bzimage}")
+    total = time.monotonic() - started
+    print(f"{len(names) - len(failed)} of {len(names)} variants built "
+          f"in {total:.1f} s (cache {root})")
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    status = _build(args)
+    if status:
+        return status
+    print("lab run: kernels are built. Booting them in QEMU, the guest "
+          "workloads, statistics and reports are not there yet (issues 3, "
+          "5, 7, 8); nothing was measured.", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "validate":
+            return _validate(args.files)
+        if args.command == "build":
+            return _build(args)
+        return _run(args)
+    except LabError as exc:
+        print(f"lab: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("lab: interrupted", file=sys.stderr)
+        return 130

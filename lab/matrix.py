@@ -1,0 +1,443 @@
+"""matrix.yaml -> a validated, immutable model of the experiment.
+
+The matrix names kernel trees (Debian source packages), config fragments,
+variants (tree + ordered patch series + fragments + boot and runtime
+settings), swap backends, workloads, the guest shape, the baseline and
+named sub-matrices. A sub-matrix expands to cells: variant x backend x
+workload x repeat, filtered by `only` and `exclude` rules.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lab.errors import MatrixError
+from lab.fields import (Fields, as_int, as_list, as_name, as_names,
+                        as_settings, as_size_mib, as_str, expected)
+from lab.yamlsrc import Node, load
+
+BACKEND_KINDS = ("rotational", "nvme", "pmem")
+FIRMWARES = ("seabios", "ovmf")
+BASE_CONFIGS = ("tinyconfig", "defconfig")
+TREE_RE = re.compile(r"^linux-source-\d+\.\d+$")
+SYSFS_RE = re.compile(r"^[A-Za-z0-9_.:/-]+$")
+SYSCTL_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
+RULE_KEYS = ("variant", "backend", "workload", "repeat")
+
+
+@dataclass(frozen=True)
+class Tree:
+    package: str            # Debian package, e.g. linux-source-6.1
+    base_config: str        # make target the fragments go on top of
+    arch: str = "x86_64"
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    tree: str
+    series: tuple[str, ...]
+    fragments: tuple[str, ...]
+    cmdline: str
+    sysfs: dict[str, str]
+    sysctl: dict[str, str]
+    description: str
+
+    @property
+    def patched(self) -> bool:
+        return bool(self.series)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    kind: str
+    params: dict[str, str | int]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    program: str
+    args: tuple[str, ...]
+    timeout_s: int
+    sysfs: dict[str, str]
+    sysctl: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Guest:
+    memory_mib: int
+    vcpus: int
+    swap_mib: int
+    firmware: str
+    cmdline: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Cells match when every named dimension is one of the given values."""
+    dims: dict[str, tuple[str, ...]]
+
+    def matches(self, cell: "Cell") -> bool:
+        have = {"variant": cell.variant, "backend": cell.backend,
+                "workload": cell.workload, "repeat": str(cell.repeat)}
+        return all(have[k] in v for k, v in self.dims.items())
+
+
+@dataclass(frozen=True)
+class SubMatrix:
+    name: str
+    variants: tuple[str, ...]
+    backends: tuple[str, ...]
+    workloads: tuple[str, ...]
+    repeats: int
+    only: tuple[Rule, ...]
+    exclude: tuple[Rule, ...]
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    repeat: int
+    variant: str
+    backend: str
+    workload: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.variant}-{self.backend}-{self.workload}-r{self.repeat}"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    file: Path
+    trees: dict[str, Tree]
+    fragments: dict[str, Path]
+    variants: dict[str, Variant]
+    backends: dict[str, Backend]
+    workloads: dict[str, Workload]
+    guest: Guest
+    repeats: int
+    baseline: str
+    matrices: dict[str, SubMatrix]
+    patches_dir: Path = field(repr=False)
+
+    def series_dir(self, tree: str, series: str) -> Path:
+        return self.patches_dir / tree / series
+
+    def sub(self, name: str) -> SubMatrix:
+        if name not in self.matrices:
+            raise MatrixError(str(self.file), None, "matrices",
+                              f"no sub-matrix named '{name}'; this file "
+                              f"has: {', '.join(self.matrices)}")
+        return self.matrices[name]
+
+    def cells(self, name: str) -> list[Cell]:
+        """The sub-matrix's cells, interleaved: repeat 1 of every variant
+        before repeat 2 of any, so host drift hits all variants alike."""
+        sub = self.sub(name)
+        out = []
+        for rep, wl, be, var in itertools.product(
+                range(1, sub.repeats + 1), sub.workloads, sub.backends,
+                sub.variants):
+            cell = Cell(rep, var, be, wl)
+            if sub.only and not any(r.matches(cell) for r in sub.only):
+                continue
+            if any(r.matches(cell) for r in sub.exclude):
+                continue
+            out.append(cell)
+        return out
+
+
+# ---------------------------------------------------------------- parsing
+
+def load_matrix(path: Path) -> Matrix:
+    """Read and validate a matrix file; raises MatrixError on bad input."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MatrixError(str(path), None, "",
+                          f"cannot read the matrix file: {exc.strerror}")
+    return parse_matrix(text, path)
+
+
+def parse_matrix(text: str, path: Path,
+                 patches_dir: Path | None = None) -> Matrix:
+    root = load(text, str(path))
+    base = path.parent
+    top = Fields(root, "the matrix")
+    version = top.get("version")
+    if version is not None and as_int(version, 1, 1, "version 1") != 1:
+        raise expected(version, "version 1")
+    trees = _trees(top.need("trees"))
+    fragments = _fragments(top.need("fragments"), base)
+    pdir = patches_dir or base / "patches"
+    variants = _named(top.need("variants"), "variants",
+                      lambda n, v: _variant(n, v, trees, fragments, pdir))
+    backends = _named(top.need("backends"), "backends", _backend)
+    workloads = _named(top.need("workloads"), "workloads", _workload)
+    guest = _guest(top.need("guest"))
+    rep_node = top.get("repeats")
+    repeats = as_int(rep_node, 1, 1000, "a repeat count") if rep_node else 1
+    bnode = top.need("baseline")
+    baseline = as_name(bnode, "a variant name")
+    if baseline not in variants:
+        raise bnode.error(f"baseline '{baseline}' is not a variant; "
+                          f"expected one of: {', '.join(variants)}")
+    dims = {"variant": variants, "backend": backends, "workload": workloads}
+    matrices = _named(top.need("matrices"), "matrices",
+                      lambda n, v: _submatrix(n, v, dims, repeats))
+    for needed in ("quick", "full"):
+        if needed not in matrices:
+            raise top.node.error(f"missing sub-matrix '{needed}' (every "
+                                 "matrix has 'quick' and 'full')",
+                                 "matrices")
+    top.done()
+    return Matrix(path, trees, fragments, variants, backends, workloads,
+                  guest, repeats, baseline, matrices, pdir)
+
+
+def _named(node: Node, what: str, build):
+    """A mapping of name -> definition; names checked, order kept."""
+    if not isinstance(node.value, dict) or not node.value:
+        raise expected(node, f"a non-empty mapping of {what}")
+    out = {}
+    for key, child in node.value.items():
+        key_node = Node(node.file, node.key_lines[key], child.path, key)
+        name = as_name(key_node, f"a name for {what}")
+        out[name] = build(name, child)
+    return out
+
+
+def _trees(node: Node) -> dict[str, Tree]:
+    def tree(name: str, child: Node) -> Tree:
+        if not TREE_RE.match(name):
+            raise child.error("expected a Debian kernel source package "
+                              "name such as linux-source-6.1")
+        base_config = "tinyconfig"
+        if child.value is not None:
+            fields = Fields(child, f"tree '{name}'")
+            bc = fields.get("base_config")
+            if bc is not None:
+                base_config = as_str(bc)
+                if base_config not in BASE_CONFIGS:
+                    raise expected(bc, " or ".join(BASE_CONFIGS))
+            fields.done()
+        return Tree(name, base_config)
+    return _named(node, "trees", tree)
+
+
+def _fragments(node: Node, base: Path) -> dict[str, Path]:
+    def fragment(name: str, child: Node) -> Path:
+        path = base / as_str(child, "a path to a config fragment")
+        if not path.is_file():
+            raise child.error(f"config fragment file {path} does not exist")
+        return path
+    return _named(node, "fragments", fragment)
+
+
+def _settings(fields: Fields, key: str, pattern: re.Pattern[str],
+              what: str) -> dict[str, str]:
+    node = fields.get(key)
+    if node is None:
+        return {}
+    out = as_settings(node, f"{key} settings")
+    for name in out:
+        if not pattern.match(name) or ".." in name.split("/"):
+            raise node.error(f"'{name}' is not {what}", name)
+    return out
+
+
+def _sysfs(fields: Fields) -> dict[str, str]:
+    return _settings(fields, "sysfs", SYSFS_RE,
+                     "a path below /sys such as "
+                     "kernel/mm/transparent_hugepage/enabled")
+
+
+def _sysctl(fields: Fields) -> dict[str, str]:
+    return _settings(fields, "sysctl", SYSCTL_RE,
+                     "a sysctl name such as vm.page-cluster")
+
+
+def _variant(name: str, node: Node, trees: dict[str, Tree],
+             fragments: dict[str, Path], pdir: Path) -> Variant:
+    fields = Fields(node, f"variant '{name}'")
+    tnode = fields.need("tree")
+    tree = as_str(tnode, "a tree name")
+    if tree not in trees:
+        raise tnode.error(f"tree '{tree}' is not declared under 'trees'; "
+                          f"expected one of: {', '.join(trees)}")
+    series: list[str] = []
+    snode = fields.get("series")
+    if snode is not None:
+        series = as_names(snode, "a patch series name")
+        for i, s in enumerate(series):
+            listing = pdir / tree / s / "series"
+            if not listing.is_file():
+                at = snode.value[i] if isinstance(snode.value, list) \
+                    else snode
+                raise at.error(f"patch series '{s}' not found for tree "
+                               f"{tree}: expected the file {listing}")
+    frag: list[str] = []
+    fnode = fields.get("fragments")
+    if fnode is not None:
+        frag = as_names(fnode, "a fragment name")
+        for i, f in enumerate(frag):
+            if f not in fragments:
+                at = fnode.value[i] if isinstance(fnode.value, list) \
+                    else fnode
+                raise at.error(f"fragment '{f}' is not declared under "
+                               f"'fragments'; expected one of: "
+                               f"{', '.join(fragments)}")
+    cmd = fields.get("cmdline")
+    desc = fields.get("description")
+    variant = Variant(name, tree, tuple(series), tuple(frag),
+                      as_str(cmd) if cmd else "", _sysfs(fields),
+                      _sysctl(fields), as_str(desc) if desc else "")
+    fields.done()
+    return variant
+
+
+BACKEND_PARAMS: dict[str, dict[str, str]] = {
+    # param -> "int" | "size" | "str" | "bool"
+    "rotational": {"rotation_rate": "int", "throttle_iops": "int",
+                   "throttle_bps": "size"},
+    "nvme": {"mdts": "int"},
+    "pmem": {"mode": "str"},
+}
+PMEM_MODES = ("nvdimm", "memmap")
+
+
+def _backend(name: str, node: Node) -> Backend:
+    fields = Fields(node, f"backend '{name}'")
+    knode = fields.need("kind")
+    kind = as_str(knode, "a backend kind")
+    if kind not in BACKEND_KINDS:
+        raise expected(knode, f"one of {', '.join(BACKEND_KINDS)}")
+    params: dict[str, str | int] = {}
+    for param, typ in BACKEND_PARAMS[kind].items():
+        child = fields.get(param)
+        if child is None:
+            continue
+        if typ == "int":
+            params[param] = as_int(child, 0, what=f"an integer {param}")
+        elif typ == "size":
+            params[param] = as_size_mib(child)
+        else:
+            params[param] = as_str(child)
+    if kind == "pmem" and params.get("mode", "nvdimm") not in PMEM_MODES:
+        raise expected(node.value["mode"], " or ".join(PMEM_MODES))
+    fields.done()
+    return Backend(name, kind, params)
+
+
+def _workload(name: str, node: Node) -> Workload:
+    fields = Fields(node, f"workload '{name}'")
+    program = as_name(fields.need("program"), "a workload program name")
+    anode = fields.get("args")
+    args = as_list(anode, lambda n: str(_scalar(n)), "arguments") \
+        if anode else []
+    tnode = fields.get("timeout")
+    timeout = as_int(tnode, 10, 86400, "a timeout in seconds") \
+        if tnode else 600
+    workload = Workload(name, program, tuple(args), timeout,
+                        _sysfs(fields), _sysctl(fields))
+    fields.done()
+    return workload
+
+
+def _scalar(node: Node) -> str | int | float:
+    if isinstance(node.value, (str, int, float)) and \
+            not isinstance(node.value, bool):
+        return node.value
+    raise expected(node, "a string or number")
+
+
+def _guest(node: Node) -> Guest:
+    fields = Fields(node, "guest")
+    memory = as_size_mib(fields.need("memory"))
+    vcpus = as_int(fields.need("vcpus"), 1, 64, "a vCPU count")
+    swap = as_size_mib(fields.need("swap"))
+    fw = fields.get("firmware")
+    firmware = as_str(fw) if fw else "seabios"
+    if fw is not None and firmware not in FIRMWARES:
+        raise expected(fw, " or ".join(FIRMWARES))
+    cmd = fields.get("cmdline")
+    guest = Guest(memory, vcpus, swap, firmware, as_str(cmd) if cmd else "")
+    fields.done()
+    return guest
+
+
+def _submatrix(name: str, node: Node, dims: dict[str, dict],
+               default_repeats: int) -> SubMatrix:
+    fields = Fields(node, f"sub-matrix '{name}'")
+
+    def pick(dim: str) -> tuple[str, ...]:
+        child = fields.get(dim + "s")
+        if child is None:
+            return tuple(dims[dim])
+        names = as_names(child, f"a {dim} name")
+        for i, n in enumerate(names):
+            if n not in dims[dim]:
+                at = child.value[i] if isinstance(child.value, list) \
+                    else child
+                raise at.error(f"unknown {dim} '{n}'; expected one of: "
+                               f"{', '.join(dims[dim])}")
+        return tuple(names)
+
+    variants, backends, workloads = pick("variant"), pick("backend"), \
+        pick("workload")
+    rnode = fields.get("repeats")
+    repeats = as_int(rnode, 1, 1000, "a repeat count") if rnode \
+        else default_repeats
+    rules = {}
+    for key in ("only", "exclude"):
+        child = fields.get(key)
+        rules[key] = tuple(as_list(
+            child, lambda n: _rule(n, dims), "rules")) if child else ()
+    sub = SubMatrix(name, variants, backends, workloads, repeats,
+                    rules["only"], rules["exclude"])
+    fields.done()
+    return sub
+
+
+def _rule(node: Node, dims: dict[str, dict]) -> Rule:
+    fields = Fields(node, "a rule")
+    out: dict[str, tuple[str, ...]] = {}
+    for dim in RULE_KEYS:
+        child = fields.get(dim)
+        if child is None:
+            continue
+        if dim == "repeat":
+            values = child.value if isinstance(child.value, list) \
+                else [child.value]
+            out[dim] = tuple(str(as_int(Node(child.file, child.line,
+                                             child.path, v), 1,
+                                        what="a repeat number"))
+                             for v in values)
+            continue
+        names = as_names(child, f"a {dim} name")
+        for n in names:
+            if n not in dims[dim]:
+                raise child.error(f"unknown {dim} '{n}'; expected one of: "
+                                  f"{', '.join(dims[dim])}")
+        out[dim] = tuple(names)
+    fields.done()
+    if not out:
+        raise node.error("a rule names at least one of: "
+                         + ", ".join(RULE_KEYS))
+    return Rule(out)
+
+
+def describe(matrix: Matrix) -> str:
+    """A short human summary, printed by `lab validate`."""
+    lines = [f"{matrix.file}: {len(matrix.variants)} variants on "
+             f"{len(matrix.trees)} tree(s), {len(matrix.backends)} backends,"
+             f" {len(matrix.workloads)} workloads, baseline "
+             f"'{matrix.baseline}'"]
+    for name in matrix.matrices:
+        lines.append(f"  {name}: {len(matrix.cells(name))} cells")
+    return "\n".join(lines)
+

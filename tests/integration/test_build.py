@@ -1,0 +1,144 @@
+"""Real kernel builds: Debian tree + patch series + config -> bzImage.
+
+Each test gets a private cache whose `trees` and `ccache` are the shared
+ones (so a warm machine does not extract twice), but whose worktrees,
+build directories and state are new: the build really runs make.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from lab.build import Builder, BuildFailed, read_bzimage_release
+from lab.cache import cache_root
+from lab.matrix import load_matrix
+from lab.progress import Progress
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    shared = cache_root()
+    root = tmp_path_factory.mktemp("cache")
+    for name in ("trees", "ccache"):
+        (shared / name).mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(shared / name)
+    yield root
+    # Drop the worktrees this cache registered in the shared repository.
+    for repo in (shared / "trees").glob("*/*/pristine"):
+        shutil.rmtree(root / "work", ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"])
+
+
+@pytest.fixture(scope="module")
+def built(lab_root: Path):
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    builder = Builder(matrix, lab_root)
+    return matrix, builder.build(matrix.variants["base"], Progress("base"))
+
+
+def test_variant_builds_with_release_naming_it(built) -> None:
+    matrix, build = built
+    assert build.bzimage.is_file()
+    assert build.release == read_bzimage_release(build.bzimage)
+    assert build.release.startswith("6.1.")
+    assert build.release.endswith(f"-base-{build.key}")
+    series = [p["series"] for p in build.patches]
+    assert series and set(series) == set(matrix.variants["base"].series)
+    config = build.config.read_text()
+    for option in ("CONFIG_SWAP=y", "CONFIG_PCI_MSI=y",
+                   "CONFIG_VM_EVENT_COUNTERS=y", "CONFIG_BLK_DEV_PMEM=y",
+                   "CONFIG_FUNCTION_GRAPH_TRACER=y", "CONFIG_THP_SWAP=y"):
+        assert option in config.splitlines()
+
+
+def test_unchanged_variant_is_not_rebuilt(built, lab_root: Path) -> None:
+    matrix, build = built
+    start = time.monotonic()
+    again = Builder(matrix, lab_root).build(matrix.variants["base"],
+                                            Progress("base"))
+    assert again == build
+    assert time.monotonic() - start < 5
+
+
+def _write_matrix(tmp: Path, series_files: dict[str, str],
+                  fragment: str) -> Path:
+    (tmp / "kernels").mkdir(parents=True)
+    (tmp / "kernels" / "lab-base.config").write_text(
+        (ROOT / "kernels" / "lab-base.config").read_text() + fragment)
+    series_dir = tmp / "patches" / "linux-source-6.1" / "s"
+    series_dir.mkdir(parents=True)
+    for name, text in series_files.items():
+        (series_dir / name).write_text(text)
+    (series_dir / "series").write_text("\n".join(series_files) + "\n")
+    path = tmp / "matrix.yaml"
+    path.write_text("""\
+trees: {linux-source-6.1: {}}
+fragments: {lab-base: kernels/lab-base.config}
+variants:
+  base: {tree: linux-source-6.1, series: [s], fragments: [lab-base]}
+backends: {nvme: {kind: nvme}}
+workloads: {seq: {program: swapbench}}
+guest: {memory: 512M, vcpus: 2, swap: 1G}
+baseline: base
+matrices: {quick: {}, full: {}}
+""")
+    return path
+
+
+BROKEN = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: swaplab <swaplab@example.org>
+Subject: [PATCH] mm, swap: a patch whose context is not in the tree
+
+---
+ mm/swap_state.c | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/mm/swap_state.c b/mm/swap_state.c
+--- a/mm/swap_state.c
++++ b/mm/swap_state.c
+@@ -10,3 +10,3 @@
+ #include <linux/mm.h>
+-#include <linux/no-such-header.h>
++#include <linux/another-header.h>
+ #include <linux/kernel_stat.h>
+"""
+
+
+def test_broken_patch_fails_and_leaves_tree_pristine(
+        built, lab_root: Path, tmp_path: Path) -> None:
+    _, good = built
+    path = _write_matrix(tmp_path, {"0001-broken.patch": BROKEN}, "")
+    matrix = load_matrix(path)
+    with pytest.raises(BuildFailed) as info:
+        Builder(matrix, lab_root).build(matrix.variants["base"],
+                                        Progress("base"))
+    msg = str(info.value)
+    assert "series 's'" in msg and "0001-broken.patch" in msg
+    assert "mm/swap_state.c" in msg
+    pristine = next((lab_root / "trees").glob("*/*/pristine"))
+    status = subprocess.run(["git", "-C", str(pristine), "status",
+                             "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""
+    assert good.bzimage.is_file(), "another variant's build is intact"
+
+
+def test_option_that_does_not_stick_is_named(built, lab_root: Path,
+                                             tmp_path: Path) -> None:
+    path = _write_matrix(tmp_path, {},
+                         "CONFIG_ZONE_DEVICE=y\n"
+                         "# CONFIG_MEMORY_HOTREMOVE is not set\n")
+    matrix = load_matrix(path)
+    with pytest.raises(BuildFailed) as info:
+        Builder(matrix, lab_root).build(matrix.variants["base"],
+                                        Progress("base"))
+    msg = str(info.value)
+    assert "CONFIG_ZONE_DEVICE=y did not stick" in msg
+    assert "unmet: MEMORY_HOTREMOVE=n" in msg

@@ -1,0 +1,180 @@
+"""QEMU argv per backend (from the real matrix.yaml) and guest checks."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lab import accel, backends, qemu
+from lab.errors import LabError
+from lab import matrix as mx
+from lab.matrix import Backend
+from lab.yamlsrc import load
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Sections:
+    """The backends and guest of the real matrix.yaml, parsed by the
+    matrix module's own section parsers (the file's patch series may not
+    exist in this checkout)."""
+
+    def __init__(self, path: Path) -> None:
+        root = load(path.read_text(), str(path))
+        self.backends = mx._named(root.value["backends"], "backends",
+                                  mx._backend)
+        self.guest = mx._guest(root.value["guest"])
+
+
+MATRIX = _Sections(ROOT / "matrix.yaml")
+GUEST = MATRIX.guest
+
+
+def argv_for(setup: backends.Setup, tmp_path: Path, **kw) -> list[str]:
+    spec = qemu.Spec(name="cell-1", kernel=Path("/k/bzImage"),
+                     initrd=Path("/k/initrd"), memory_mib=GUEST.memory_mib,
+                     vcpus=GUEST.vcpus, accel=accel.tcg("test"),
+                     backend=setup, result_file=tmp_path / "result.frame",
+                     vars_dir=tmp_path, **kw)
+    return qemu.command(spec)
+
+
+def opt(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+
+
+def test_common_arguments(tmp_path):
+    setup = backends.prepare(MATRIX.backends["nvme"], GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path, cmdline=["quiet", ""])
+    assert argv[0] == "qemu-system-x86_64"
+    assert opt(argv, "-accel") == ["tcg,thread=multi"]
+    assert opt(argv, "-smp") == [str(GUEST.vcpus)]
+    assert opt(argv, "-m") == [f"{GUEST.memory_mib}M"]
+    assert "-no-reboot" in argv and "-nodefaults" in argv
+    assert opt(argv, "-append") == ["console=ttyS0 panic=-1 rdinit=/init "
+                                    "quiet"]
+    assert "chardev:console" in opt(argv, "-serial")
+    assert f"file,id=result,path={tmp_path}/result.frame" in \
+        opt(argv, "-chardev")
+    assert any("name=org.swaplab.result" in d for d in opt(argv, "-device"))
+    assert opt(argv, "-machine") == ["pc"]
+    assert not any("pflash" in d for d in opt(argv, "-drive"))
+
+
+def test_rotational(tmp_path):
+    be = MATRIX.backends["rotational"]
+    setup = backends.prepare(be, GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path)
+    devices = opt(argv, "-device")
+    assert "virtio-scsi-pci,id=swapscsi" in devices
+    assert any(d.startswith("scsi-hd,") and "rotation_rate=7200" in d
+               and "drive=swapdisk" in d for d in devices)
+    group = opt(argv, "-object")
+    assert group == [f"throttle-group,id=swapthrottle,x-iops-total="
+                     f"{be.params['throttle_iops']},x-bps-total="
+                     f"{be.params['throttle_bps'] * 1024 * 1024}"]
+    node = json.loads(opt(argv, "-blockdev")[0])
+    assert node["driver"] == "throttle" and node["node-name"] == "swapdisk"
+    assert node["file"]["file"]["filename"] == str(tmp_path / "swap.img")
+    assert setup.device == "/dev/sda"
+    assert setup.expect == {"name": "sda", "rotational": "1"}
+
+
+def test_rotational_unthrottled_and_other_source(tmp_path):
+    class Nbd:
+        def prepare(self): pass
+        def blockdev(self): return {"driver": "nbd", "server": {
+            "type": "unix", "path": "/run/x.sock"}}
+        def describe(self): return {"type": "nbd"}
+
+    be = Backend("hdd", "rotational", {"rotation_rate": 5400})
+    setup = backends.prepare(be, GUEST, tmp_path, source=Nbd())
+    argv = argv_for(setup, tmp_path)
+    assert opt(argv, "-object") == []
+    node = json.loads(opt(argv, "-blockdev")[0])
+    assert node == {"driver": "nbd", "server": {"type": "unix",
+                                                 "path": "/run/x.sock"},
+                    "node-name": "swapdisk"}
+    assert any("rotation_rate=5400" in d for d in opt(argv, "-device"))
+
+
+def test_nvme(tmp_path):
+    setup = backends.prepare(MATRIX.backends["nvme"], GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path)
+    assert "nvme,serial=swaplab0,drive=swapdisk,mdts=9" in \
+        opt(argv, "-device")
+    assert setup.device == "/dev/nvme0n1"
+    assert setup.expect["max_hw_sectors_kb"] == "2048"
+    assert setup.expect["rotational"] == "0"
+
+
+def test_pmem_nvdimm(tmp_path):
+    setup = backends.prepare(MATRIX.backends["dax-pmem"], GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path)
+    assert opt(argv, "-machine") == ["pc,nvdimm=on"]
+    assert opt(argv, "-m") == [f"{GUEST.memory_mib}M,slots=2,maxmem="
+                               f"{GUEST.memory_mib + GUEST.swap_mib + 1024}M"]
+    assert opt(argv, "-object") == [
+        f"memory-backend-file,id=swapmem,share=on,mem-path="
+        f"{tmp_path}/pmem.img,size={GUEST.swap_mib}M"]
+    assert "nvdimm,id=swapnvdimm,memdev=swapmem" in opt(argv, "-device")
+    assert setup.device == "/dev/pmem0"
+
+
+def test_pmem_memmap(tmp_path):
+    be = Backend("ram-pmem", "pmem", {"mode": "memmap"})
+    setup = backends.prepare(be, GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path)
+    assert opt(argv, "-m") == [f"{GUEST.memory_mib + GUEST.swap_mib}M"]
+    append = opt(argv, "-append")[0]
+    assert f"memmap={GUEST.swap_mib}M!256M" in append
+    assert setup.device == "/dev/pmem0" and setup.image is None
+
+
+def test_images_sparse_and_recreated(tmp_path):
+    be = MATRIX.backends["nvme"]
+    setup = backends.prepare(be, GUEST, tmp_path)
+    img = setup.image
+    assert img.stat().st_size == GUEST.swap_mib << 20
+    assert img.stat().st_blocks == 0
+    img.write_bytes(b"old data")
+    backends.prepare(be, GUEST, tmp_path)
+    assert img.stat().st_size == GUEST.swap_mib << 20
+    assert img.stat().st_blocks == 0
+
+
+def test_ovmf(tmp_path):
+    if not any(p.is_file() for p in qemu.OVMF_CODE):
+        pytest.skip("ovmf not installed")
+    setup = backends.prepare(MATRIX.backends["nvme"], GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path, firmware="ovmf")
+    drives = opt(argv, "-drive")
+    assert len(drives) == 2 and "readonly=on" in drives[0]
+    vars_copy = Path(drives[1].rsplit("file=", 1)[1])
+    assert vars_copy.parent == tmp_path and vars_copy.is_file()
+    with pytest.raises(LabError):
+        argv_for(setup, tmp_path, firmware="coreboot")
+
+
+def test_check_device_facts(tmp_path):
+    setup = backends.prepare(MATRIX.backends["rotational"], GUEST, tmp_path)
+    assert setup.check({"name": "sda", "queue": {"rotational": "1"}}) == []
+    problems = setup.check({"name": "sda", "queue": {"rotational": "0"}})
+    assert problems and "rotational" in problems[0]
+    assert setup.check(None) == ["the guest reported no swap device"]
+
+
+def test_bad_params(tmp_path):
+    with pytest.raises(LabError):
+        backends.prepare(Backend("x", "pmem", {"mode": "dimm"}), GUEST,
+                         tmp_path)
+    with pytest.raises(LabError):
+        backends.prepare(Backend("x", "tape", {}), GUEST, tmp_path)
+    with pytest.raises(LabError):
+        backends.prepare(Backend("x", "rotational", {"rotation_rate": 1}),
+                         GUEST, tmp_path)
+    with pytest.raises(LabError):
+        backends.prepare(MATRIX.backends["dax-pmem"],
+                         replace(GUEST, swap_mib=1023), tmp_path)

@@ -1,0 +1,213 @@
+"""matrix.yaml parsing, expansion and validation errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.errors import MatrixError
+from lab.matrix import load_matrix
+
+GOOD = """\
+version: 1
+trees:
+  linux-source-6.1: {}
+  linux-source-6.12: {base_config: tinyconfig}
+fragments:
+  lab-base: kernels/lab-base.config
+variants:
+  upstream:
+    tree: linux-source-6.1
+    fragments: [lab-base]
+  base:
+    tree: linux-source-6.1
+    series: [baseline]
+    fragments: [lab-base]
+    sysctl: {vm.page-cluster: 3}
+  readahead:
+    tree: linux-source-6.1
+    series: [baseline, readahead]
+    fragments: [lab-base]
+    sysfs: {kernel/mm/swap/vma_ra_enabled: true}
+  upstream-6.12:
+    tree: linux-source-6.12
+    fragments: [lab-base]
+backends:
+  rotational: {kind: rotational, rotation_rate: 7200, throttle_bps: 120M}
+  nvme: {kind: nvme, mdts: 9}
+  dax-pmem: {kind: pmem, mode: nvdimm}
+workloads:
+  seq:
+    program: swapbench
+    args: [--pattern, seq, --passes, 3]
+  thp:
+    program: swapbench
+    args: [--mode, fill]
+    timeout: 120
+guest:
+  memory: 512M
+  vcpus: 2
+  swap: 1G
+repeats: 3
+baseline: base
+matrices:
+  quick:
+    variants: [base, readahead]
+    workloads: [seq]
+    repeats: 1
+  full:
+    exclude:
+      - {variant: upstream-6.12, backend: [rotational, dax-pmem]}
+  smoke:
+    only:
+      - {variant: base, backend: nvme, workload: seq, repeat: 1}
+"""
+
+
+def make_tree(tmp: Path, text: str = GOOD) -> Path:
+    (tmp / "kernels").mkdir(parents=True)
+    (tmp / "kernels" / "lab-base.config").write_text("CONFIG_SWAP=y\n")
+    for series in ("baseline", "readahead"):
+        d = tmp / "patches" / "linux-source-6.1" / series
+        d.mkdir(parents=True)
+        (d / "series").write_text("")
+    path = tmp / "matrix.yaml"
+    path.write_text(text)
+    return path
+
+
+def line_of(text: str, needle: str) -> int:
+    for n, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return n
+    raise AssertionError(f"{needle!r} not in text")
+
+
+def bad(tmp: Path, old: str, new: str) -> tuple[MatrixError, str]:
+    assert old in GOOD, old
+    text = GOOD.replace(old, new, 1)
+    path = make_tree(tmp, text)
+    with pytest.raises(MatrixError) as info:
+        load_matrix(path)
+    return info.value, text
+
+
+def test_good_matrix_model(tmp_path: Path) -> None:
+    m = load_matrix(make_tree(tmp_path))
+    assert list(m.variants) == ["upstream", "base", "readahead",
+                                "upstream-6.12"]
+    assert m.variants["readahead"].series == ("baseline", "readahead")
+    assert m.variants["upstream-6.12"].tree == "linux-source-6.12"
+    assert m.variants["base"].sysctl == {"vm.page-cluster": "3"}
+    assert m.variants["readahead"].sysfs == {
+        "kernel/mm/swap/vma_ra_enabled": "1"}
+    assert m.backends["rotational"].params == {"rotation_rate": 7200,
+                                                "throttle_bps": 120}
+    assert m.workloads["seq"].args == ("--pattern", "seq", "--passes", "3")
+    assert m.workloads["seq"].timeout_s == 600
+    assert m.guest.memory_mib == 512 and m.guest.swap_mib == 1024
+    assert m.guest.firmware == "seabios"
+    assert m.baseline == "base"
+
+
+def test_cells_expand_and_interleave(tmp_path: Path) -> None:
+    m = load_matrix(make_tree(tmp_path))
+    quick = m.cells("quick")
+    assert [c.id for c in quick] == [
+        "base-rotational-seq-r1", "readahead-rotational-seq-r1",
+        "base-nvme-seq-r1", "readahead-nvme-seq-r1",
+        "base-dax-pmem-seq-r1", "readahead-dax-pmem-seq-r1"]
+    full = m.cells("full")
+    # 4 variants x 3 backends x 2 workloads x 3 repeats, minus 6.12 on
+    # two backends (2 backends x 2 workloads x 3 repeats).
+    assert len(full) == 4 * 3 * 2 * 3 - 2 * 2 * 3
+    repeats = [c.repeat for c in full]
+    assert repeats == sorted(repeats), "repeat 1 of all before repeat 2"
+    assert [c.id for c in m.cells("smoke")] == ["base-nvme-seq-r1"]
+
+
+@pytest.mark.parametrize("old,new,needle,keypath,expect", [
+    ("repeats: 3", "repeats: 3\ncolour: blue", "colour:", "colour",
+     "unknown key 'colour'"),
+    ("  nvme: {kind: nvme, mdts: 9}", "  nvme: {kind: nvme, mdts: nine}",
+     "mdts: nine", "backends.nvme.mdts", "expected an integer mdts"),
+    ("    series: [baseline, readahead]", "    series: [baseline, nope]",
+     "[baseline, nope]", "variants.readahead.series[1]",
+     "patch series 'nope' not found"),
+    ("    fragments: [lab-base]\n  base:", "    fragments: [debug]\n  base:",
+     "[debug]", "variants.upstream.fragments[0]",
+     "fragment 'debug' is not declared"),
+    ("baseline: base", "baseline: nobody", "baseline: nobody", "baseline",
+     "baseline 'nobody' is not a variant"),
+    ("  memory: 512M", "  memory: lots", "memory: lots", "guest.memory",
+     "expected a size"),
+    ("    tree: linux-source-6.12", "    tree: linux-source-5.10",
+     "linux-source-5.10", "variants.upstream-6.12.tree",
+     "tree 'linux-source-5.10' is not declared"),
+    ("  dax-pmem: {kind: pmem, mode: nvdimm}",
+     "  dax-pmem: {kind: floppy}", "kind: floppy",
+     "backends.dax-pmem.kind", "expected one of rotational, nvme, pmem"),
+    ("    variants: [base, readahead]", "    variants: [base, ghost]",
+     "[base, ghost]", "matrices.quick.variants[1]", "unknown variant 'ghost'"),
+    ("  vcpus: 2", "  vcpus: [2]", "vcpus: [2]", "guest.vcpus",
+     "expected a vCPU count, found a list"),
+    ("      - {variant: base, backend: nvme, workload: seq, repeat: 1}",
+     "      - {variant: base, device: nvme}", "device: nvme",
+     "matrices.smoke.only[0].device", "unknown key 'device'"),
+    ("    sysctl: {vm.page-cluster: 3}", "    sysctl: {vm/page: 3}",
+     "vm/page", "variants.base.sysctl.vm/page", "is not a sysctl name"),
+])
+def test_errors_name_file_line_and_key(tmp_path: Path, old: str, new: str,
+                                       needle: str, keypath: str,
+                                       expect: str) -> None:
+    err, text = bad(tmp_path, old, new)
+    assert err.keypath == keypath
+    assert err.line == line_of(text, needle), str(err)
+    assert err.file.endswith("matrix.yaml")
+    assert expect in err.message
+    assert str(err).startswith(f"{err.file}:{err.line}: {keypath}: ")
+
+
+def test_duplicate_names_are_errors(tmp_path: Path) -> None:
+    err, text = bad(tmp_path / "v", "  upstream-6.12:\n", "  base:\n")
+    assert "duplicate key (first given on line 11)" in err.message
+    assert err.keypath == "variants.base"
+    assert err.line == text.splitlines().index("  base:", 11) + 1
+    err, text = bad(tmp_path / "w", "  thp:\n", "  seq:\n")
+    assert err.keypath == "workloads.seq"
+    assert err.line == line_of(text, "    args: [--mode") - 2
+
+
+def test_missing_required_and_subs(tmp_path: Path) -> None:
+    err, _ = bad(tmp_path / "a", "  full:\n    exclude:\n      - {variant: "
+                 "upstream-6.12, backend: [rotational, dax-pmem]}\n", "")
+    assert "missing sub-matrix 'full'" in err.message
+    err, _ = bad(tmp_path / "b", "  swap: 1G\n", "")
+    assert "missing required key 'swap'" in err.message
+    assert err.keypath == "guest"
+
+
+def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
+    err, text = bad(tmp_path, "repeats: 3", "repeats: [3")
+    assert "YAML syntax error" in err.message
+    assert err.line is not None and err.line >= line_of(text, "repeats")
+
+
+def test_unreadable_and_empty_files(tmp_path: Path) -> None:
+    with pytest.raises(MatrixError, match="cannot read"):
+        load_matrix(tmp_path / "absent.yaml")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(MatrixError, match="empty"):
+        load_matrix(empty)
+
+
+def test_repository_matrix_is_valid() -> None:
+    root = Path(__file__).resolve().parents[2]
+    m = load_matrix(root / "matrix.yaml")
+    assert {"quick", "full"} <= set(m.matrices)
+    assert m.baseline in m.variants
+    assert {b.kind for b in m.backends.values()} == {"rotational", "nvme",
+                                                    "pmem"}
+    assert "linux-source-6.12" in {m.variants[v].tree
+                                   for v in m.matrices["full"].variants}
