@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * swapbench: shared definitions.
+ */
+#ifndef SWAPBENCH_H
+#define SWAPBENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hist.h"
+#include "pattern.h"
+#include "verify.h"
+
+#define SB_SCHEMA	"swapbench/1"
+#define SB_MAX_GROUPS	2
+#define SB_MAX_PROCS	1024
+#define SB_MAX_THREADS	256
+#define SB_MAX_TASKS	4096
+#define SB_TASK_MIS	8	/* mismatch details kept per task */
+#define SB_HPAGE	(2UL << 20)
+
+/* exit codes, see README.md */
+enum {
+	EXIT_OK = 0,
+	EXIT_ERROR = 1,
+	EXIT_USAGE = 2,
+	EXIT_MISMATCH = 3,
+	EXIT_ENOMEM = 4,
+	EXIT_OOM = 5,
+	EXIT_CRASH = 6,
+};
+
+enum sb_mode { MODE_ACCESS, MODE_FILL, MODE_COMBINED };
+enum sb_thp { THP_DEFAULT, THP_MADVISE, THP_NOHUGE };
+enum sb_work { WORK_NONE, WORK_BUSY, WORK_LOOP };
+enum sb_size { SIZE_BYTES, SIZE_FRAC_MEM, SIZE_FRAC_MEMSWAP };
+
+/* task and process states, in rising order of severity */
+enum sb_status {
+	ST_NOTRUN,
+	ST_RUNNING,
+	ST_OK,
+	ST_ERROR,
+	ST_CRASH,
+	ST_ENOMEM,
+	ST_OOM,
+	ST_MISMATCH,
+};
+
+struct sb_group {
+	const char *name;
+	enum pattern pattern;
+	unsigned int procs;
+	unsigned int threads;
+	enum sb_size size_kind;
+	double size_arg;	/* bytes or fraction */
+	uint64_t size;		/* resolved bytes per task, page multiple */
+	bool until_fg_done;	/* combined background: run while fg runs */
+	unsigned int first_task;
+	unsigned int first_proc;
+};
+
+struct sb_config {
+	enum sb_mode mode;
+	unsigned int ngroups;
+	struct sb_group grp[SB_MAX_GROUPS];
+	uint64_t step;		/* pages */
+	uint64_t passes;	/* 0: unlimited (runtime bound) */
+	uint64_t runtime_ns;	/* 0: none */
+	uint64_t warmup_passes;	/* not counted in the latency histogram */
+	uint64_t seed;
+	enum sb_work work;
+	uint64_t work_ns;
+	uint64_t loop_iters;
+	const char *calib_file;
+	enum sb_thp thp;
+	bool verify;
+	bool final_verify;
+	bool latency;
+	bool quiet;
+	double fill_frac;	/* fill mode: share of MemTotal+SwapTotal */
+	int64_t corrupt_page;	/* test hook, -1: off */
+	int64_t kill_page;	/* test hook, -1: off */
+	uint64_t page_size;
+	uint64_t mem_total;
+	uint64_t swap_total;
+	unsigned int ntasks;
+	unsigned int nprocs;
+	struct stamp_key skey;
+};
+
+/* one task (thread); lives in memory shared with the parent */
+struct sb_task {
+	int status;			/* enum sb_status */
+	int err;			/* errno of a failed setup */
+	unsigned int group;
+	unsigned int proc;		/* process index in its group */
+	unsigned int thread;
+	pid_t pid;
+	uint64_t base;
+	uint64_t size;
+	uint64_t pages;			/* pages touched, main phase */
+	uint64_t passes;		/* complete passes */
+	uint64_t t_start;		/* CLOCK_MONOTONIC ns */
+	uint64_t t_end;
+	uint64_t first_pass_ns;		/* duration of pass 0 */
+	uint64_t cpu_ns;		/* user + system, main phase */
+	uint64_t first_pass_cpu_ns;
+	uint64_t excluded_ns;		/* smaps reading inside the run */
+	uint64_t minflt;		/* RUSAGE_THREAD, main phase */
+	uint64_t majflt;
+	uint64_t verified_pages;	/* pages checked (all phases) */
+	uint64_t final_pages;		/* pages checked by the final sweep */
+	uint64_t final_ns;
+	uint64_t mismatches;
+	unsigned int nmis;
+	struct mismatch mis[SB_TASK_MIS];
+	int64_t anon_huge_kb_first;	/* after the first pass */
+	int64_t anon_huge_kb_end;
+	int64_t rss_kb_end;
+	int64_t swap_kb_end;
+	struct hist hist;
+};
+
+#define SB_NBARRIERS 2
+
+struct sb_shared {
+	int abort;			/* parent: a child died, release */
+	int stop;			/* foreground done: background stops */
+	unsigned int fg_left;
+	unsigned int barrier[SB_NBARRIERS];
+	struct sb_task task[];
+};
+
+/* options.c */
+int options_parse(struct sb_config *cfg, int argc, char **argv, int *action);
+void usage(FILE *f);
+enum {
+	ACT_RUN,
+	ACT_HELP,
+	ACT_SELFTEST_HIST,
+	ACT_DUMP_ORDER,
+	ACT_CALIBRATE,
+};
+
+/* run.c */
+int child_main(const struct sb_config *cfg, struct sb_shared *sh,
+	       unsigned int group, unsigned int proc);
+void dump_order(const struct sb_config *cfg);
+
+/* report.c */
+struct sb_proc {
+	pid_t pid;
+	unsigned int group;
+	unsigned int index;
+	int status;			/* enum sb_status */
+	int exit_code;			/* -1 if killed */
+	int signal;
+	uint64_t minflt;
+	uint64_t majflt;
+};
+
+struct sb_result {
+	int status;
+	int exit_code;
+	uint64_t minflt;		/* RUSAGE_CHILDREN */
+	uint64_t majflt;
+	struct sb_proc *procs;
+};
+
+const char *status_name(int st);
+void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
+		 const struct sb_result *res);
+void report_human(const struct sb_config *cfg, const struct sb_shared *sh,
+		  const struct sb_result *res);
+
+#endif
