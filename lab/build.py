@@ -5,9 +5,9 @@ contents in order, the final .config and the compiler version. The kernel
 release carries the variant name and the key's first 12 hex digits, so a
 booted guest proves what it runs. A variant whose inputs are unchanged is
 recognised from a small state file without touching the tree.
-ccache (shared by all variants) makes the second and later variants cheap:
-every worktree builds with the same relative paths (objdir is a direct
-child of the source tree, so Kbuild uses srctree '..').
+All variants of a tree share one worktree, each with its own object
+directory; ccache (shared by all) makes the second and later variants
+cheap since every variant compiles with the same relative paths.
 """
 from __future__ import annotations
 
@@ -163,11 +163,12 @@ class Builder:
             commit = tree.apply_series(pristine, patches)
         except LabError as exc:
             raise BuildFailed(variant.name, str(exc)) from None
-        work = self.root / "work" / f"{variant.tree}-{pristine.version}" / \
-            variant.name
+        # One worktree per tree, one object directory per variant in it:
+        # switching variants rewrites only the files their patches touch.
+        work = self.root / "work" / f"{variant.tree}-{pristine.version}"
         progress.set("checkout")
         tree.checkout(pristine, commit, work)
-        objdir = work / OBJDIR
+        objdir = work / f"{OBJDIR}-{variant.name}"
         logs = self.root / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"build-{variant.name}.log"
@@ -180,7 +181,7 @@ class Builder:
                 self.compiler.encode()]))[:12]
             local = f"-{variant.name}-{key}"
             progress.set("compile")
-            self._make(work, out, progress, log, variant.name,
+            self._make(work, objdir, out, progress, log, variant.name,
                        f"LOCALVERSION={local}", "bzImage")
         built = objdir / "arch/x86/boot/bzImage"
         release = read_bzimage_release(built)
@@ -210,8 +211,10 @@ class Builder:
             {"input": digest, "directory": str(dest)}) + "\n")
         return result
 
-    def _make_cmd(self, *targets: str) -> list[str]:
-        return ["make", f"O={OBJDIR}", "ARCH=x86_64", "CC=ccache gcc",
+    def _make_cmd(self, objdir: Path, *targets: str) -> list[str]:
+        # objdir is a direct child of the tree: Kbuild then uses srctree
+        # '..' and every variant compiles with the same relative paths.
+        return ["make", f"O={objdir.name}", "ARCH=x86_64", "CC=ccache gcc",
                 "HOSTCC=gcc", f"-j{self.jobs}", *targets]
 
     def _env(self) -> dict[str, str]:
@@ -220,8 +223,8 @@ class Builder:
                     KBUILD_BUILD_HOST="swaplab",
                     KBUILD_BUILD_TIMESTAMP="2017-03-22")
 
-    def _run(self, work: Path, out, *targets: str) -> int:
-        proc = subprocess.run(self._make_cmd(*targets), cwd=work,
+    def _run(self, work: Path, objdir: Path, out, *targets: str) -> int:
+        proc = subprocess.run(self._make_cmd(objdir, *targets), cwd=work,
                               env=self._env(), stdout=out,
                               stderr=subprocess.STDOUT)
         return proc.returncode
@@ -230,7 +233,7 @@ class Builder:
                    out) -> bytes:
         objdir.mkdir(exist_ok=True)
         base = self.matrix.trees[variant.tree].base_config
-        if self._run(work, out, base) != 0:
+        if self._run(work, objdir, out, base) != 0:
             raise BuildFailed(variant.name, f"'make {base}' failed",
                               Path(out.name))
         frags = [(str(self.matrix.fragments[f]),
@@ -239,7 +242,7 @@ class Builder:
         merged, wanted = kconfig.merge((objdir / ".config").read_text(),
                                        frags)
         (objdir / ".config").write_text(merged)
-        if self._run(work, out, "olddefconfig") != 0:
+        if self._run(work, objdir, out, "olddefconfig") != 0:
             raise BuildFailed(variant.name, "'make olddefconfig' failed",
                               Path(out.name))
         final = (objdir / ".config").read_bytes()
@@ -249,9 +252,9 @@ class Builder:
                               + "\n".join(f"  {d}" for d in dropped))
         return final
 
-    def _make(self, work: Path, out, progress: Progress, log: Path,
-              name: str, *args: str) -> None:
-        proc = subprocess.Popen(self._make_cmd(*args), cwd=work,
+    def _make(self, work: Path, objdir: Path, out, progress: Progress,
+              log: Path, name: str, *args: str) -> None:
+        proc = subprocess.Popen(self._make_cmd(objdir, *args), cwd=work,
                                 env=self._env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True,
                                 errors="replace")

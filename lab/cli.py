@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from lab.build import BuildFailed, Builder
@@ -15,6 +16,8 @@ from lab.cache import cache_root, locked
 from lab.errors import LabError
 from lab.matrix import Matrix, describe, load_matrix
 from lab.progress import Progress
+from lab.store import Store
+from lab import tables
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
 
@@ -46,6 +49,20 @@ def _parser() -> argparse.ArgumentParser:
                          help="make jobs (default: CPU count)")
         cmd.add_argument("--no-wait", action="store_true",
                          help="refuse instead of waiting for a busy cache")
+
+    cmp = sub.add_parser("compare", help="lkp-style table: variants "
+                         "against BASE in one run")
+    cmp.add_argument("base", help="the baseline variant")
+    cmp.add_argument("others", nargs="+", help="variants to compare")
+    rep = sub.add_parser("report", help="Markdown, CSV and HTML pivots "
+                         "and the seeds' latency format for a run")
+    rep.add_argument("--out", type=Path, help="directory (default: the "
+                     "run's report/)")
+    for cmd in (cmp, rep):
+        cmd.add_argument("--run", default="latest",
+                         help="run id, unique prefix or 'latest'")
+        cmd.add_argument("--all", action="store_true",
+                         help="every metric, not only the headline ones")
     return top
 
 
@@ -107,14 +124,33 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    run = Store(cache_root(args.cache)).open(args.run)
+    print(tables.compare_run(run, args.base, args.others, args.all))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    run = Store(cache_root(args.cache)).open(args.run)
+    for path in tables.report_run(run, args.out, args.all):
+        print(path)
+    return 0
+
+
+def _warn(message, *_args, **_kwargs) -> None:
+    print(f"lab: warning: {message}", file=sys.stderr)
+
+
+COMMANDS = {"validate": lambda a: _validate(a.files), "build": _build,
+            "run": _run, "compare": _compare, "report": _report}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Store warnings (a corrupt result file, say) read as one line each.
+    warnings.showwarning = _warn
     try:
-        if args.command == "validate":
-            return _validate(args.files)
-        if args.command == "build":
-            return _build(args)
-        return _run(args)
+        return COMMANDS[args.command](args)
     except LabError as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 1

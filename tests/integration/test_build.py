@@ -1,50 +1,23 @@
-"""Real kernel builds: Debian tree + patch series + config -> bzImage.
-
-Each test gets a private cache whose `trees` and `ccache` are the shared
-ones (so a warm machine does not extract twice), but whose worktrees,
-build directories and state are new: the build really runs make.
-"""
+"""Real kernel builds: Debian tree + patch series + config -> bzImage."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from lab.build import Builder, BuildFailed, read_bzimage_release
-from lab.cache import cache_root
-from lab.matrix import load_matrix
+from lab.build import Build, Builder, BuildFailed, read_bzimage_release
+from lab.matrix import Matrix, load_matrix
 from lab.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    shared = cache_root()
-    root = tmp_path_factory.mktemp("cache")
-    for name in ("trees", "ccache"):
-        (shared / name).mkdir(parents=True, exist_ok=True)
-        (root / name).symlink_to(shared / name)
-    yield root
-    # Drop the worktrees this cache registered in the shared repository.
-    for repo in (shared / "trees").glob("*/*/pristine"):
-        shutil.rmtree(root / "work", ignore_errors=True)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"])
-
-
-@pytest.fixture(scope="module")
-def built(lab_root: Path):
-    matrix = load_matrix(ROOT / "matrix.yaml")
-    builder = Builder(matrix, lab_root)
-    return matrix, builder.build(matrix.variants["base"], Progress("base"))
-
-
-def test_variant_builds_with_release_naming_it(built) -> None:
-    matrix, build = built
+def test_variant_builds_with_release_naming_it(repo_matrix: Matrix,
+                                              base_build: Build) -> None:
+    matrix, build = repo_matrix, base_build
     assert build.bzimage.is_file()
     assert build.release == read_bzimage_release(build.bzimage)
     assert build.release.startswith("6.1.")
@@ -58,8 +31,10 @@ def test_variant_builds_with_release_naming_it(built) -> None:
         assert option in config.splitlines()
 
 
-def test_unchanged_variant_is_not_rebuilt(built, lab_root: Path) -> None:
-    matrix, build = built
+def test_unchanged_variant_is_not_rebuilt(repo_matrix: Matrix,
+                                         base_build: Build,
+                                         lab_root: Path) -> None:
+    matrix, build = repo_matrix, base_build
     start = time.monotonic()
     again = Builder(matrix, lab_root).build(matrix.variants["base"],
                                             Progress("base"))
@@ -113,8 +88,8 @@ diff --git a/mm/swap_state.c b/mm/swap_state.c
 
 
 def test_broken_patch_fails_and_leaves_tree_pristine(
-        built, lab_root: Path, tmp_path: Path) -> None:
-    _, good = built
+        base_build: Build, lab_root: Path, tmp_path: Path) -> None:
+    good = base_build
     path = _write_matrix(tmp_path, {"0001-broken.patch": BROKEN}, "")
     matrix = load_matrix(path)
     with pytest.raises(BuildFailed) as info:
@@ -130,7 +105,7 @@ def test_broken_patch_fails_and_leaves_tree_pristine(
     assert good.bzimage.is_file(), "another variant's build is intact"
 
 
-def test_option_that_does_not_stick_is_named(built, lab_root: Path,
+def test_option_that_does_not_stick_is_named(lab_root: Path,
                                              tmp_path: Path) -> None:
     path = _write_matrix(tmp_path, {},
                          "CONFIG_ZONE_DEVICE=y\n"

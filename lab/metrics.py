@@ -1,0 +1,208 @@
+"""One stored cell result -> a flat dict of named metrics.
+
+Names are dotted, lkp style: `swapbench.main.bytes_per_s`,
+`swapbench.fg.latency.p99_us`, `vmstat.pswpin`, `diskstats.kib_per_write`.
+Each metric carries its unit and which way is better, so tables can say
+"better"/"worse" without knowing the metric. Only `observed` knows where
+the runner puts things in its result; everything else reads `Observed`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from lab.store import CellRecord
+
+HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
+
+# Aggregate fields of a swapbench group (or `total`): unit, better, headline
+# (pages_per_s is left out: it is bytes_per_s over the page size).
+# Headline metrics are the ones every table shows; the rest appear when a
+# change is significant or when all metrics are asked for.
+GROUP_FIELDS: dict[str, tuple[str, str, bool]] = {
+    "bytes_per_s": ("B/s", HIGHER, True),
+    "wall_s": ("s", LOWER, False),
+    "majflt": ("faults", LOWER, False),
+    "minflt": ("faults", NEUTRAL, False),
+    "mismatches": ("pages", LOWER, False),
+}
+LATENCY_FIELDS = ("avg_us", "min_us", "max_us", "p50_us", "p60_us",
+                  "p70_us", "p80_us", "p90_us", "p95_us", "p99_us",
+                  "p999_us")
+LATENCY_HEADLINE = ("avg_us", "p99_us")
+
+# vmstat counters whose before/after delta is kept, and which way is
+# better for the swap patches under study (fewer major faults means
+# readahead worked; fewer fallbacks/splits means THPs swapped out whole).
+VMSTAT: dict[str, str] = {
+    "pswpin": NEUTRAL, "pswpout": NEUTRAL, "swap_ra": NEUTRAL,
+    "swap_ra_hit": NEUTRAL, "pgmajfault": LOWER, "thp_swpout": NEUTRAL,
+    "thp_swpout_fallback": LOWER, "thp_split_page": LOWER,
+}
+VMSTAT_PREFIXES = ("swap_ra_", "thp_swpout_")
+MEMINFO_AFTER = ("SwapCached", "AnonHugePages")
+
+
+Key = tuple[str, str, str, str]      # workload, backend, metric, variant
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    unit: str
+    better: str             # HIGHER | LOWER | NEUTRAL
+    headline: bool
+
+
+@dataclass(frozen=True)
+class Metric:
+    value: float
+    unit: str
+    better: str
+    headline: bool = False
+
+    @property
+    def info(self) -> MetricInfo:
+        return MetricInfo(self.unit, self.better, self.headline)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a cell measured, independent of the result file's layout."""
+    workload: dict[str, Any] | None          # swapbench/1 document
+    vmstat_before: dict[str, int]
+    vmstat_after: dict[str, int]
+    meminfo_after: dict[str, int]            # kB
+    diskstats_delta: dict[str, int]          # swap device, runner's names
+    trace: dict[str, Any] | None             # do_swap_page durations
+
+
+def observed(result: Mapping[str, Any]) -> Observed:
+    """The adapter from the runner's result (swaplab-cell/1) to Observed:
+    the only place that knows the runner's field names."""
+    wl = (result.get("workload") or {}).get("result")
+    if not isinstance(wl, dict) or wl.get("schema") != "swapbench/1":
+        wl = None
+    before = result.get("before") or {}
+    after = result.get("after") or {}
+    return Observed(
+        workload=wl,
+        vmstat_before=before.get("vmstat") or {},
+        vmstat_after=after.get("vmstat") or {},
+        meminfo_after=after.get("meminfo_kb") or {},
+        diskstats_delta=(result.get("delta") or {}).get("diskstats") or {},
+        trace=result.get("trace"))
+
+
+def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
+    """All metrics of one cell result (empty for a failed cell)."""
+    if result.get("outcome") != "ok":
+        return {}
+    obs = observed(result)
+    out: dict[str, Metric] = {}
+    if obs.workload is not None:
+        out.update(_swapbench(obs.workload))
+    out.update(_vmstat(obs.vmstat_before, obs.vmstat_after))
+    for name in MEMINFO_AFTER:
+        if name in obs.meminfo_after:
+            out[f"meminfo.{name}"] = Metric(obs.meminfo_after[name], "KiB",
+                                            NEUTRAL)
+    out.update(_diskstats(obs.diskstats_delta))
+    if obs.trace and obs.trace.get("count"):
+        out.update(_trace(obs.trace))
+    return out
+
+
+def _swapbench(doc: Mapping[str, Any]) -> dict[str, Metric]:
+    # Fill mode's one group is named "fill" and its bytes_per_s is the
+    # `fill` object's write_bytes_per_s, so that object adds nothing.
+    groups = [(g["name"], g) for g in doc.get("groups") or []]
+    # With one group, `total` repeats it: keep total only when it adds up
+    # several groups (combined mode), so tables have no duplicate rows.
+    if len(groups) > 1 and doc.get("total"):
+        groups.append(("total", doc["total"]))
+    out: dict[str, Metric] = {}
+    for name, agg in groups:
+        for field, (unit, better, head) in GROUP_FIELDS.items():
+            if agg.get(field) is not None:
+                out[f"swapbench.{name}.{field}"] = Metric(
+                    float(agg[field]), unit, better, head)
+        lat = agg.get("latency") or {}
+        if lat.get("samples"):
+            out[f"swapbench.{name}.latency.samples"] = Metric(
+                lat["samples"], "samples", NEUTRAL)
+            for field in LATENCY_FIELDS:
+                if lat.get(field) is not None:
+                    out[f"swapbench.{name}.latency.{field}"] = Metric(
+                        float(lat[field]), "us", LOWER,
+                        field in LATENCY_HEADLINE)
+    return out
+
+
+def _vmstat(before: Mapping[str, int],
+            after: Mapping[str, int]) -> dict[str, Metric]:
+    if not after:
+        return {}
+    names = [n for n in after
+             if n in VMSTAT or n.startswith(VMSTAT_PREFIXES)]
+    out = {f"vmstat.{n}": Metric(after[n] - before.get(n, 0),
+                                 "pages" if n.startswith("pswp") else "events",
+                                 VMSTAT.get(n, NEUTRAL))
+           for n in names}
+    ra = out.get("vmstat.swap_ra")
+    hit = out.get("vmstat.swap_ra_hit")
+    if ra and hit and ra.value > 0:
+        # The readahead patches are judged by how much of what they read
+        # was used; the raw counts depend on how much was swapped at all.
+        out["vmstat.swap_ra_hit_ratio"] = Metric(
+            100.0 * hit.value / ra.value, "%", HIGHER, True)
+    return out
+
+
+def _diskstats(delta: Mapping[str, int]) -> dict[str, Metric]:
+    out: dict[str, Metric] = {}
+    for kind, sector_field in (("read", "sectors_read"),
+                               ("write", "sectors_written")):
+        ios, sectors = delta.get(f"{kind}s"), delta.get(sector_field)
+        if ios is None or sectors is None:
+            continue
+        out[f"diskstats.{kind}s"] = Metric(ios, "IOs", NEUTRAL)
+        out[f"diskstats.{kind}_kib"] = Metric(sectors / 2, "KiB", NEUTRAL)
+        if ios:
+            # Average IO size shows whether a THP went out as one 2 MiB IO.
+            out[f"diskstats.kib_per_{kind}"] = Metric(sectors / 2 / ios,
+                                                      "KiB", NEUTRAL)
+    return out
+
+
+def _trace(trace: Mapping[str, Any]) -> dict[str, Metric]:
+    pre = f"trace.{trace.get('function', 'do_swap_page')}"
+    out = {f"{pre}.count": Metric(trace["count"], "calls", NEUTRAL),
+           f"{pre}.avg_us": Metric(trace["sum_ns"] / trace["count"] / 1000,
+                                   "us", LOWER)}
+    for name, ns in (trace.get("percentiles_ns") or {}).items():
+        out[f"{pre}.{name}_us"] = Metric(ns / 1000, "us", LOWER)
+    return out
+
+
+@dataclass
+class Samples:
+    """The metrics of a run's cells, grouped for the statistics."""
+    values: dict[Key, list[float]]          # in repeat order
+    info: dict[str, MetricInfo]
+    failed: dict[str, str]                  # cell id -> reason
+
+
+def gather(records: Iterable[CellRecord]) -> Samples:
+    """Group the metrics of the successful cells by (workload, backend,
+    metric, variant); failed cells are listed, not measured."""
+    out = Samples({}, {}, {})
+    for rec in sorted(records, key=lambda r: r.cell):
+        if rec.outcome != "ok":
+            out.failed[rec.cell.id] = rec.result.get("reason") or "failed"
+            continue
+        c = rec.cell
+        for name, metric in cell_metrics(rec.result).items():
+            out.info.setdefault(name, metric.info)
+            out.values.setdefault((c.workload, c.backend, name, c.variant),
+                                  []).append(metric.value)
+    return out

@@ -1,0 +1,47 @@
+"""Session fixtures for the slow tests: one private lab cache, one build.
+
+The private cache shares `trees` and `ccache` with the lab's own cache (a
+warm machine does not extract the tree twice), but its worktree, build
+directories and state are new, so the build really runs make.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from lab.build import Build, Builder
+from lab.cache import cache_root
+from lab.matrix import Matrix, load_matrix
+from lab.progress import Progress
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    shared = cache_root()
+    root = tmp_path_factory.mktemp("cache")
+    for name in ("trees", "ccache"):
+        (shared / name).mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(shared / name)
+    yield root
+    # Forget the worktree this cache registered in the shared repository.
+    shutil.rmtree(root / "work", ignore_errors=True)
+    for repo in (shared / "trees").glob("*/*/pristine"):
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"])
+
+
+@pytest.fixture(scope="session")
+def repo_matrix() -> Matrix:
+    return load_matrix(ROOT / "matrix.yaml")
+
+
+@pytest.fixture(scope="session")
+def base_build(repo_matrix: Matrix, lab_root: Path) -> Build:
+    """The `base` variant of the repository's matrix, really built."""
+    return Builder(repo_matrix, lab_root).build(
+        repo_matrix.variants["base"], Progress("base"))

@@ -1,0 +1,129 @@
+"""Metrics from stored cell results (fixtures in tests/data)."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from lab import frame
+from lab.matrix import Cell
+from lab.metrics import HIGHER, LOWER, NEUTRAL, cell_metrics, gather
+from lab.store import CellRecord
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+RUN = DATA / "results" / "fixture-run"
+
+
+def result(name: str) -> dict:
+    return json.loads((RUN / f"{name}.json").read_text())["result"]
+
+
+def test_swapbench_metrics():
+    res = result("readahead-nvme-seq-r1")
+    m = cell_metrics(res)
+    group = res["workload"]["result"]["groups"][0]
+    tp = m["swapbench.main.bytes_per_s"]
+    assert (tp.value, tp.unit, tp.better, tp.headline) == \
+        (group["bytes_per_s"], "B/s", HIGHER, True)
+    assert m["swapbench.main.wall_s"].better == LOWER
+    assert m["swapbench.main.majflt"].value == group["majflt"]
+    p99 = m["swapbench.main.latency.p99_us"]
+    assert (p99.value, p99.unit, p99.better) == \
+        (group["latency"]["p99_us"], "us", LOWER)
+    assert m["swapbench.main.latency.samples"].better == NEUTRAL
+    # One group: `total` would only repeat it.
+    assert not any(k.startswith("swapbench.total.") for k in m)
+
+
+def test_combined_mode_keeps_total():
+    res = copy.deepcopy(result("base-nvme-seq-r1"))
+    doc = res["workload"]["result"]
+    fg = doc["groups"][0]
+    doc["groups"] = [dict(fg, name="fg"), dict(fg, name="bg",
+                                               pattern="random")]
+    m = cell_metrics(res)
+    assert {"swapbench.fg.bytes_per_s", "swapbench.bg.bytes_per_s",
+            "swapbench.total.bytes_per_s"} <= set(m)
+
+
+def test_vmstat_deltas_and_ratio():
+    res = result("readahead-nvme-seq-r2")
+    before, after = res["before"]["vmstat"], res["after"]["vmstat"]
+    m = cell_metrics(res)
+    for name in ("pswpin", "pswpout", "swap_ra", "swap_ra_hit",
+                 "pgmajfault", "thp_swpout", "thp_swpout_fallback",
+                 "thp_split_page"):
+        assert m[f"vmstat.{name}"].value == after[name] - before[name]
+    assert "vmstat.nr_free_pages" not in m          # a level, not counted
+    ratio = m["vmstat.swap_ra_hit_ratio"]
+    assert ratio.value == pytest.approx(
+        100 * m["vmstat.swap_ra_hit"].value / m["vmstat.swap_ra"].value)
+    assert ratio.better == HIGHER
+    assert m["vmstat.pgmajfault"].better == LOWER
+
+
+def test_prefixed_counters_are_kept():
+    res = copy.deepcopy(result("base-nvme-seq-r1"))
+    res["before"]["vmstat"]["swap_ra_future"] = 5
+    res["after"]["vmstat"]["swap_ra_future"] = 9
+    res["after"]["vmstat"]["thp_swpout_new"] = 3
+    m = cell_metrics(res)
+    assert m["vmstat.swap_ra_future"].value == 4
+    assert m["vmstat.thp_swpout_new"].value == 3
+
+
+def test_diskstats_and_meminfo():
+    res = result("thp-stage2-nvme-thp-swpout-r1")
+    d = res["delta"]["diskstats"]
+    m = cell_metrics(res)
+    assert m["diskstats.writes"].value == d["writes"]
+    assert m["diskstats.kib_per_write"].value == pytest.approx(
+        d["sectors_written"] / 2 / d["writes"])
+    assert m["meminfo.SwapCached"].value == \
+        res["after"]["meminfo_kb"]["SwapCached"]
+    assert m["swapbench.fill.bytes_per_s"].headline
+
+
+def test_trace_from_a_real_guest_frame():
+    payload = frame.parse((DATA / "guest-nvme.frame").read_bytes())
+    res = copy.deepcopy(result("base-nvme-seq-r1"))
+    res["trace"] = payload["trace"]
+    m = cell_metrics(res)
+    t = payload["trace"]
+    assert m["trace.do_swap_page.count"].value == t["count"]
+    assert m["trace.do_swap_page.avg_us"].value == pytest.approx(
+        t["sum_ns"] / t["count"] / 1000)
+    assert m["trace.do_swap_page.p99_us"].value == \
+        t["percentiles_ns"]["p99"] / 1000
+
+
+def test_other_workloads_and_failures():
+    res = copy.deepcopy(result("base-nvme-seq-r1"))
+    res["workload"]["result"] = {"schema": "swaplab-memtest/1"}
+    m = cell_metrics(res)
+    assert m and not any(k.startswith("swapbench.") for k in m)
+    assert cell_metrics(result("readahead-rotational-seq-r3")) == {}
+
+
+def test_gather_groups_by_key_and_lists_failures():
+    records = []
+    for path in sorted(RUN.glob("*-seq-r*.json")):
+        doc = json.loads(path.read_text())
+        c = doc["cell"]
+        records.append(CellRecord(path, Cell(c["repeat"], c["variant"],
+                                             c["backend"], c["workload"]),
+                                  doc["inputs_hash"], doc["provenance"],
+                                  doc["result"]))
+    s = gather(records)
+    assert s.failed == {"readahead-rotational-seq-r3": "hang"}
+    key = ("seq", "rotational", "swapbench.main.bytes_per_s", "readahead")
+    assert len(s.values[key]) == 2
+    assert len(s.values[("seq", "nvme", "swapbench.main.bytes_per_s",
+                         "base")]) == 3
+    first = json.loads((RUN / "base-nvme-seq-r1.json").read_text())
+    assert s.values[("seq", "nvme", "swapbench.main.bytes_per_s",
+                     "base")][0] == \
+        first["result"]["workload"]["result"]["groups"][0]["bytes_per_s"]
+    assert s.info["swapbench.main.bytes_per_s"].better == HIGHER
