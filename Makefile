@@ -58,6 +58,7 @@ test-unit: deps
 bench: deps workloads
 	$(PYTHON) tests/bench/bench_build.py
 	$(PYTHON) tests/bench/bench_swapbench.py
+	$(PYTHON) tests/bench/bench_boot.py
 
 clean:
 	$(MAKE) -C workloads clean

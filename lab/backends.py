@@ -11,7 +11,8 @@ must report for each backend kind.
 - pmem, mode nvdimm: an NVDIMM backed by a shared file (machine
   nvdimm=on, ACPI NFIT); mode memmap: RAM-simulated pmem, the seeds'
   setup (guest RAM grows by the swap size, cmdline memmap=SIZE!OFFSET,
-  X86_PMEM_LEGACY). Both give /dev/pmem0, rotational=0.
+  X86_PMEM_LEGACY). Both give /dev/pmem0, rotational=0, dax=1 (the
+  agent turns the NVDIMM's raw namespace into fsdax first).
 
 Images live in the cache, are sparse and are recreated for every cell.
 """
@@ -88,6 +89,7 @@ class Setup:
     extra_ram_mib: int = 0               # guest RAM added (memmap pmem)
     cmdline: list[str] = field(default_factory=list)
     expect: dict[str, str] = field(default_factory=dict)
+    agent: list[tuple[str, str]] = field(default_factory=list)  # config
     source: dict[str, Any] | None = None
     image: Path | None = None
 
@@ -95,6 +97,7 @@ class Setup:
         return {"name": self.backend.name, "kind": self.backend.kind,
                 "params": dict(self.backend.params), "device": self.device,
                 "expect": dict(self.expect), "source": self.source,
+                "agent_config": [list(kv) for kv in self.agent],
                 "qemu_args": list(self.args), "machine": list(self.machine),
                 "memory": list(self.memory), "cmdline": list(self.cmdline),
                 "extra_ram_mib": self.extra_ram_mib}
@@ -184,8 +187,15 @@ def pmem(backend: Backend, guest: Guest, image_dir: Path,
          source: BlockSource | None = None) -> Setup:
     mode = str(backend.params.get("mode", "nvdimm"))
     size = guest.swap_mib
-    expect = {"name": "pmem0", "rotational": "0"}
+    # DAX: memmap pmem has struct pages (dax=1) as it is; an NVDIMM's raw
+    # namespace has none, so the agent turns it into fsdax first (param
+    # dax: false keeps it raw).
+    dax = str(backend.params.get("dax", "true")).lower() not in (
+        "0", "false", "no")
+    expect = {"name": "pmem0", "rotational": "0", "dax": "1" if dax
+              else "0"}
     if mode == "memmap":
+        expect["dax"] = "1"
         # RAM-simulated: the region sits low in guest RAM (QEMU puts the
         # initrd at the top), aligned to 128 MiB memory sections.
         offset = max(128, (guest.memory_mib // 2) // 128 * 128)
@@ -209,6 +219,7 @@ def pmem(backend: Backend, guest: Guest, image_dir: Path,
     maxmem = guest.memory_mib + size + 1024
     return Setup(backend, "/dev/pmem0", args, machine=["nvdimm=on"],
                  memory=["slots=2", f"maxmem={maxmem}M"], expect=expect,
+                 agent=[("pmem_fsdax", "1")] if dax else [],
                  source={"type": "nvdimm-file", "path": str(img.path),
                          "size_mib": size},
                  image=img.path)

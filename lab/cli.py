@@ -6,6 +6,8 @@ only bugs in the lab itself produce a traceback.
 from __future__ import annotations
 
 import argparse
+import shlex
+import subprocess
 import sys
 import time
 import warnings
@@ -17,9 +19,10 @@ from lab.errors import LabError
 from lab.matrix import Matrix, describe, load_matrix
 from lab.progress import Progress
 from lab.store import Store
-from lab import tables
+from lab import runner, tables
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
+CELLS = Path(__file__).resolve().parent / "cells"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,6 +52,24 @@ def _parser() -> argparse.ArgumentParser:
                          help="make jobs (default: CPU count)")
         cmd.add_argument("--no-wait", action="store_true",
                          help="refuse instead of waiting for a busy cache")
+        if name == "run":
+            cmd.add_argument("--pytest", dest="pytest_args", default=[],
+                             action="append", metavar="ARG",
+                             help="extra pytest argument (-k, -n 2, "
+                             "--rerun ...), repeatable")
+
+    boot = sub.add_parser("boot", help="boot a built variant with a swap "
+                          "backend and run a command on its console")
+    boot.add_argument("variant")
+    boot.add_argument("--backend", required=True, help="backend name")
+    boot.add_argument("--file", type=Path, default=DEFAULT_MATRIX,
+                      help="matrix file")
+    boot.add_argument("--trace", action="store_true",
+                      help="time do_swap_page with function_graph")
+    boot.add_argument("--timeout", type=int, default=600,
+                      help="seconds before the guest is killed")
+    boot.add_argument("command", nargs=argparse.REMAINDER,
+                      help="-- CMD...: run in the guest (busybox sh)")
 
     cmp = sub.add_parser("compare", help="lkp-style table: variants "
                          "against BASE in one run")
@@ -115,13 +136,46 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Build, then run the sub-matrix's cells as a pytest session (each
+    cell a test item), then write the report of the run."""
     status = _build(args)
     if status:
         return status
-    print("lab run: kernels are built. Booting them in QEMU, the guest "
-          "workloads, statistics and reports are not there yet (issues 3, "
-          "5, 7, 8); nothing was measured.", file=sys.stderr)
-    return 0
+    command = [sys.executable, "-m", "pytest", str(CELLS), "-p",
+               "no:cacheprovider", "--matrix", args.matrix,
+               "--matrix-file", str(args.file), *args.pytest_args]
+    if args.cache:
+        command += ["--lab-cache", args.cache]
+    print("lab run:", shlex.join(command), file=sys.stderr)
+    cells = subprocess.run(command, cwd=CELLS.parent.parent).returncode
+    if cells not in (0, 1):      # 1: some cells failed, still reportable
+        raise LabError(f"the matrix session stopped (pytest exit {cells})")
+    report = argparse.Namespace(cache=args.cache, run="latest", out=None,
+                                all=False)
+    _report(report)
+    return cells
+
+
+def _boot(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.file)
+    if args.variant not in matrix.variants:
+        raise LabError(f"unknown variant '{args.variant}'; {matrix.file} "
+                       f"has: {', '.join(matrix.variants)}")
+    if args.backend not in matrix.backends:
+        raise LabError(f"unknown backend '{args.backend}'; {matrix.file} "
+                       f"has: {', '.join(matrix.backends)}")
+    command = args.command[1:] if args.command[:1] == ["--"] \
+        else args.command
+    if not command:
+        raise LabError("lab boot: give the guest command after '--'")
+    root = cache_root(args.cache)
+    variant = matrix.variants[args.variant]
+    with locked(root):
+        build = Builder(matrix, root).build(variant, Progress(variant.name))
+    return runner.boot(build, matrix.backends[args.backend], matrix.guest,
+                       shlex.join(command), cache=root,
+                       timeout_s=args.timeout, variant=variant,
+                       trace=args.trace)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -142,7 +196,8 @@ def _warn(message, *_args, **_kwargs) -> None:
 
 
 COMMANDS = {"validate": lambda a: _validate(a.files), "build": _build,
-            "run": _run, "compare": _compare, "report": _report}
+            "run": _run, "boot": _boot, "compare": _compare,
+            "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:

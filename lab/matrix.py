@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.errors import MatrixError
-from lab.fields import (Fields, as_int, as_list, as_name, as_names,
+from lab.fields import (Fields, as_bool, as_int, as_list, as_name, as_names,
                         as_settings, as_size_mib, as_str, expected)
 from lab.yamlsrc import Node, load
 
@@ -54,7 +54,7 @@ class Variant:
 class Backend:
     name: str
     kind: str
-    params: dict[str, str | int]
+    params: dict[str, str | int | bool]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ class Workload:
     timeout_s: int
     sysfs: dict[str, str]
     sysctl: dict[str, str]
+    trace: bool = False     # time do_swap_page with function_graph
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,7 @@ BACKEND_PARAMS: dict[str, dict[str, str]] = {
     "rotational": {"rotation_rate": "int", "throttle_iops": "int",
                    "throttle_bps": "size"},
     "nvme": {"mdts": "int"},
-    "pmem": {"mode": "str"},
+    "pmem": {"mode": "str", "dax": "bool"},
 }
 PMEM_MODES = ("nvdimm", "memmap")
 
@@ -316,7 +317,7 @@ def _backend(name: str, node: Node) -> Backend:
     kind = as_str(knode, "a backend kind")
     if kind not in BACKEND_KINDS:
         raise expected(knode, f"one of {', '.join(BACKEND_KINDS)}")
-    params: dict[str, str | int] = {}
+    params: dict[str, str | int | bool] = {}
     for param, typ in BACKEND_PARAMS[kind].items():
         child = fields.get(param)
         if child is None:
@@ -325,6 +326,8 @@ def _backend(name: str, node: Node) -> Backend:
             params[param] = as_int(child, 0, what=f"an integer {param}")
         elif typ == "size":
             params[param] = as_size_mib(child)
+        elif typ == "bool":
+            params[param] = as_bool(child)
         else:
             params[param] = as_str(child)
     if kind == "pmem" and params.get("mode", "nvdimm") not in PMEM_MODES:
@@ -342,8 +345,10 @@ def _workload(name: str, node: Node) -> Workload:
     tnode = fields.get("timeout")
     timeout = as_int(tnode, 10, 86400, "a timeout in seconds") \
         if tnode else 600
+    trace_node = fields.get("trace")
     workload = Workload(name, program, tuple(args), timeout,
-                        _sysfs(fields), _sysctl(fields))
+                        _sysfs(fields), _sysctl(fields),
+                        as_bool(trace_node) if trace_node else False)
     fields.done()
     return workload
 

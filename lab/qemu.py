@@ -22,6 +22,20 @@ OVMF_VARS = {"OVMF_CODE_4M.fd": "OVMF_VARS_4M.fd",
              "OVMF_CODE.fd": "OVMF_VARS.fd"}
 
 
+class CannotBoot(LabError):
+    """This kernel cannot boot with this firmware (a boot failure)."""
+
+
+def has_efi_stub(bzimage: Path) -> bool:
+    """Whether the bzImage is also a PE/COFF image (CONFIG_EFI_STUB)."""
+    with open(bzimage, "rb") as f:
+        head = f.read(4096)
+    if head[:2] != b"MZ" or len(head) < 0x40:
+        return False
+    pe = int.from_bytes(head[0x3c:0x40], "little")
+    return head[pe:pe + 4] == b"PE\0\0"
+
+
 @dataclass
 class Spec:
     name: str
@@ -78,6 +92,10 @@ def command(spec: Spec) -> list[str]:
             "-device", "virtserialport,bus=swaplabser.0,chardev=result,"
                        f"name={RESULT_PORT}"]
     if spec.firmware == "ovmf":
+        if spec.kernel.is_file() and not has_efi_stub(spec.kernel):
+            raise CannotBoot(f"firmware ovmf: {spec.kernel} has no EFI "
+                             "stub (build it with CONFIG_EFI=y and "
+                             "CONFIG_EFI_STUB=y)")
         argv += ovmf_args(spec.vars_dir or spec.result_file.parent)
     elif spec.firmware != "seabios":
         raise LabError(f"firmware {spec.firmware!r}: expected seabios or "

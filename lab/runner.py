@@ -44,11 +44,12 @@ from lab.build import Build
 from lab.cache import atomic_write, cache_root
 from lab.errors import LabError
 from lab.frame import FrameError, parse
-from lab.matrix import Backend, Cell, Guest, Matrix
+from lab.matrix import Backend, Cell, Guest, Matrix, Variant
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS_BUILD = REPO / "workloads" / "build"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
+SCHEMAS = {"swapbench": "swapbench/1", "swaplab-memtest": "swaplab-memtest/1"}
 REASONS = ("panic", "hang", "agent-error", "integrity-error", "wrong-kernel",
            "bad-frame", "oom", "boot-failure", "workload-error",
            "device-mismatch", "lab-error")
@@ -92,6 +93,7 @@ class CellSpec:
     expect_suffix: str | None = None        # default: -VARIANT-KEY
     boot_allowance_s: int = BOOT_ALLOWANCE_S
     labels: dict[str, Any] = field(default_factory=dict)   # into result
+    keep_images: bool = False               # keep the disk image after
 
     @property
     def identity(self) -> str:
@@ -121,7 +123,7 @@ class CellResult:
 # ------------------------------------------------------------ from matrix
 
 def cell_spec(matrix: Matrix, cell: Cell, build: Build,
-              out_dir: Path, trace: bool = False) -> CellSpec:
+              out_dir: Path) -> CellSpec:
     """A matrix cell as a CellSpec (variant settings, then workload's)."""
     variant = matrix.variants[cell.variant]
     workload = matrix.workloads[cell.workload]
@@ -131,7 +133,7 @@ def cell_spec(matrix: Matrix, cell: Cell, build: Build,
         out_dir=out_dir, timeout_s=workload.timeout_s,
         sysfs={**variant.sysfs, **workload.sysfs},
         sysctl={**variant.sysctl, **workload.sysctl},
-        cmdline=variant.cmdline, trace=trace,
+        cmdline=variant.cmdline, trace=workload.trace,
         labels={"variant": cell.variant, "backend": cell.backend,
                 "workload": cell.workload, "repeat": cell.repeat})
 
@@ -141,6 +143,7 @@ def config_items(spec: CellSpec, setup: backends.Setup) -> list[tuple]:
                                     ("device", setup.device),
                                     ("swap_kib", str(spec.guest.swap_mib
                                                      * 1024))]
+    items += list(setup.agent)
     items += [(f"sysfs.{k}", v) for k, v in spec.sysfs.items()]
     items += [(f"sysctl.{k}", v) for k, v in spec.sysctl.items()]
     items += [("arg", a) for a in spec.argv]
@@ -370,10 +373,16 @@ def classify(spec: CellSpec, setup: backends.Setup | None,
                                   .strip()), payload
     if not spec.interactive:
         try:
-            json.loads(wl.get("stdout") or "")
+            doc = json.loads(wl.get("stdout") or "")
         except ValueError as exc:
             return "workload-error", f"workload stdout is not JSON: {exc}", \
                 payload
+        want = SCHEMAS.get(Path(spec.argv[0]).name) if spec.argv else None
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or (want and schema != want):
+            return "workload-error", (f"workload stdout is not a "
+                                      f"{want or 'JSON object'} document "
+                                      f"(schema {schema!r})"), payload
     return None, "", payload
 
 
@@ -538,29 +547,43 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
     except Exception as exc:       # noqa: BLE001 - a cell never stops a run
         if proc is not None:
             _kill(proc)
-        reason = "lab-error"
+        reason = "boot-failure" if isinstance(exc, qemu.CannotBoot) \
+            else "lab-error"
         detail = f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, LabError):
             (spec.out_dir / "lab-error.txt").write_text(
                 traceback.format_exc())
         result = build_result(spec, setup, acc, reason, detail, None, "",
                               timing, argv)
+    finally_remove_images(cache / "images" / spec.cell_id, spec.keep_images)
     atomic_write(spec.out_dir / "result.json",
                  json.dumps(result, indent=1, sort_keys=False) + "\n")
     return CellResult(spec.cell_id, result["outcome"], result["reason"],
                       result["detail"], result, spec.out_dir)
 
 
+def finally_remove_images(image_dir: Path, keep: bool) -> None:
+    """A cell's disk images fill up to the swap size: drop them after
+    the cell (they are recreated for the next one anyway)."""
+    if keep or not image_dir.is_dir():
+        return
+    for path in image_dir.iterdir():
+        if path.is_file() and path.suffix in (".img", ".fd"):
+            path.unlink(missing_ok=True)
+
+
 # ----------------------------------------------------------- interactive
 
 def boot(build: Build, backend: Backend, guest: Guest, command: str,
          cache: Path | None = None, timeout_s: int = 600,
-         cmdline: str = "", out: IO[str] | None = None,
+         variant: Variant | None = None, out: IO[str] | None = None,
          expect_suffix: str | None = None,
-         workloads_dir: Path | None = WORKLOADS_BUILD) -> int:
+         workloads_dir: Path | None = WORKLOADS_BUILD,
+         trace: bool = False) -> int:
     """Boot `build` with swap on `backend`, run `command` (busybox sh -c)
     on the guest console, print the console; the command's exit status
-    (128+N for a signal; 255 when the guest failed to run it)."""
+    (128+N for a signal; 255 when the guest failed to run it). The
+    variant's kernel cmdline and sysfs/sysctl settings apply if given."""
     cache = cache or cache_root()
     out = out or sys.stdout
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -569,16 +592,21 @@ def boot(build: Build, backend: Backend, guest: Guest, command: str,
         build=build, backend=backend, guest=guest,
         argv=["/bin/sh", "-c", command], timeout_s=timeout_s,
         out_dir=cache / "boot" / f"{stamp}-{build.variant}-{backend.name}",
-        cmdline=cmdline, interactive=True, expect_suffix=expect_suffix,
-        workloads_dir=workloads_dir)
+        cmdline=variant.cmdline if variant else "",
+        sysfs=dict(variant.sysfs) if variant else {},
+        sysctl=dict(variant.sysctl) if variant else {},
+        interactive=True, expect_suffix=expect_suffix,
+        workloads_dir=workloads_dir, trace=trace)
     res = run_cell(spec, cache, echo=out)
     wl = res.result.get("workload") or {}
-    print(f"\nlab boot: {res.outcome}"
-          + (f" ({res.reason}: {res.detail})" if res.reason else "")
-          + f"; console log {res.console_log}", file=sys.stderr)
     if res.reason in (None, "workload-error", "integrity-error", "oom") \
             and wl:
-        if wl.get("exit_code") is not None:
-            return int(wl["exit_code"])
-        return 128 + int(wl.get("signal") or 0)
+        status = wl["exit_code"] if wl.get("exit_code") is not None \
+            else 128 + int(wl.get("signal") or 0)
+        how = "timed out" if wl.get("timed_out") else f"exit status {status}"
+        print(f"\nlab boot: guest command {how}; console log "
+              f"{res.console_log}", file=sys.stderr)
+        return int(status)
+    print(f"\nlab boot: failed ({res.reason}: {res.detail}); console log "
+          f"{res.console_log}", file=sys.stderr)
     return 255

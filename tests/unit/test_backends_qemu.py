@@ -121,6 +121,14 @@ def test_pmem_nvdimm(tmp_path):
         f"{tmp_path}/pmem.img,size={GUEST.swap_mib}M"]
     assert "nvdimm,id=swapnvdimm,memdev=swapmem" in opt(argv, "-device")
     assert setup.device == "/dev/pmem0"
+    # DAX: the agent turns the raw namespace into fsdax, the guest must
+    # then report dax=1
+    assert setup.agent == [("pmem_fsdax", "1")]
+    assert setup.expect["dax"] == "1"
+    raw = backends.prepare(Backend("raw", "pmem", {"mode": "nvdimm",
+                                                   "dax": "false"}),
+                           GUEST, tmp_path)
+    assert raw.agent == [] and raw.expect["dax"] == "0"
 
 
 def test_pmem_memmap(tmp_path):
@@ -131,6 +139,7 @@ def test_pmem_memmap(tmp_path):
     append = opt(argv, "-append")[0]
     assert f"memmap={GUEST.swap_mib}M!256M" in append
     assert setup.device == "/dev/pmem0" and setup.image is None
+    assert setup.agent == [] and setup.expect["dax"] == "1"
 
 
 def test_images_sparse_and_recreated(tmp_path):
@@ -178,3 +187,25 @@ def test_bad_params(tmp_path):
     with pytest.raises(LabError):
         backends.prepare(MATRIX.backends["dax-pmem"],
                          replace(GUEST, swap_mib=1023), tmp_path)
+
+
+def test_efi_stub_detection(tmp_path):
+    pe = bytearray(4096)
+    pe[:2] = b"MZ"
+    pe[0x3c:0x40] = (0x80).to_bytes(4, "little")
+    pe[0x80:0x84] = b"PE\0\0"
+    (tmp_path / "efi").write_bytes(bytes(pe))
+    legacy = bytearray(pe)
+    legacy[:2] = b"\xea\x05"
+    (tmp_path / "legacy").write_bytes(bytes(legacy))
+    assert qemu.has_efi_stub(tmp_path / "efi")
+    assert not qemu.has_efi_stub(tmp_path / "legacy")
+    setup = backends.prepare(MATRIX.backends["nvme"], GUEST, tmp_path)
+    spec = qemu.Spec(name="c", kernel=tmp_path / "legacy",
+                     initrd=tmp_path / "i", memory_mib=256, vcpus=1,
+                     accel=accel.tcg("t"), backend=setup,
+                     result_file=tmp_path / "r", firmware="ovmf",
+                     vars_dir=tmp_path)
+    if any(p.is_file() for p in qemu.OVMF_CODE):
+        with pytest.raises(qemu.CannotBoot):
+            qemu.command(spec)

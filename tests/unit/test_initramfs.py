@@ -5,7 +5,6 @@ import gzip
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -1,0 +1,123 @@
+"""One matrix cell, end to end on this machine: spec -> guest -> record.
+
+Builds the cell's spec (with the host-calibrated CPU-work loop the
+workloads read from /etc/swaplab/calibration), boots it through the
+runner and assembles the provenance the result store requires. The pytest
+plugin in lab/cells calls this; nothing here stops a matrix on a guest
+failure.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from lab import accel, runner, store
+from lab.build import Build
+from lab.cache import atomic_write
+from lab.errors import LabError
+from lab.matrix import Cell, Matrix
+
+SWAPBENCH = runner.WORKLOADS_BUILD / "swapbench"
+CALIBRATION_US = 24
+GUEST_CALIBRATION = "etc/swaplab/calibration"
+
+
+def calibration(cache: Path, binary: Path = SWAPBENCH) -> bytes:
+    """The work-loop calibration for this host and swapbench binary,
+    measured once (`swapbench --calibrate`) and kept in the cache."""
+    if not binary.is_file():
+        raise LabError(f"{binary} is missing; build it with "
+                       "'make -C workloads'")
+    digest = hashlib.sha256(binary.read_bytes()).hexdigest()[:16]
+    path = cache / "calibration" / f"swapbench-{digest}.txt"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".new")
+        proc = subprocess.run(
+            [str(binary), "--calibrate", str(tmp), "--work-us",
+             str(CALIBRATION_US)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise LabError(f"calibrating the work loop failed: "
+                           f"{proc.stderr.strip()}")
+        atomic_write(path, tmp.read_bytes())
+        tmp.unlink()
+    return path.read_bytes()
+
+
+@functools.cache
+def qemu_version() -> str:
+    return accel.qemu_version()
+
+
+def inputs(matrix: Matrix, cell: Cell, build: Build, cache: Path) -> str:
+    """The store's inputs hash, including what the matrix does not pin:
+    the workload and agent binaries and the calibration."""
+    extra = {"calibration": calibration(cache).decode(errors="replace")}
+    for path in sorted(runner.WORKLOADS_BUILD.glob("*")) + sorted(
+            (runner.REPO / "workloads/agent/build").glob("*")):
+        if path.is_file():
+            extra[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return store.inputs_hash(matrix, cell, build.key, extra)
+
+
+def provenance(matrix: Matrix, cell: Cell, build: Build,
+               result: dict[str, Any], started: str,
+               ended: str) -> dict[str, Any]:
+    workload = matrix.workloads[cell.workload]
+    backend = matrix.backends[cell.backend]
+    wl_json = ((result.get("workload") or {}).get("result") or {})
+    return {
+        "tree": {"package": build.tree, "version": build.tree_version},
+        "patches": build.patches,
+        "config_sha256": build.config_sha256,
+        "build_key": build.key,
+        "kernel_release": (result.get("kernel") or {}).get("release"),
+        "qemu_version": qemu_version(),
+        "qemu_argv": result.get("qemu_argv") or [],
+        "accel": (result.get("accel") or {}).get("name", "unknown"),
+        # Time dilation is measured by the device-model work (issue 6).
+        "dilation": None,
+        "backend": {"name": backend.name, "kind": backend.kind,
+                    "params": dict(backend.params)},
+        "guest_device": result.get("device"),
+        "workload": {"name": workload.name,
+                     "argv": [workload.program, *workload.args],
+                     "seed": (wl_json.get("config") or {}).get("seed")},
+        "matrix_sha256": store.sha256_file(matrix.file),
+        "started": started, "ended": ended,
+    }
+
+
+def execute(matrix: Matrix, cell: Cell, build: Build, out_dir: Path,
+            cache: Path) -> tuple[runner.CellResult, dict[str, Any]]:
+    """Boot the cell; its result and provenance (never raises for what
+    the guest does)."""
+    spec = runner.cell_spec(matrix, cell, build, out_dir)
+    spec.extra_files[GUEST_CALIBRATION] = calibration(cache)
+    started = store.now_utc()
+    res = runner.run_cell(spec, cache)
+    return res, provenance(matrix, cell, build, res.result, started,
+                           store.now_utc())
+
+
+KERNEL_COMPLAINTS = ("warn", "bug", "oops", "panic", "kasan", "lockdep",
+                     "gpf", "lockup")
+
+
+def sanity(result: dict[str, Any]) -> list[str]:
+    """What makes a cell's measurement untrustworthy beyond its outcome:
+    kernel complaints in the guest log, data mismatches."""
+    problems = []
+    flags = result.get("kernel_log_flags") or {}
+    for name in KERNEL_COMPLAINTS:
+        if (flags.get(name) or {}).get("count"):
+            first = flags[name].get("first", "")
+            problems.append(f"guest kernel log has {name}: {first}")
+    wl = ((result.get("workload") or {}).get("result") or {})
+    mismatches = (wl.get("total") or {}).get("mismatches")
+    if mismatches:
+        problems.append(f"{mismatches} data mismatches")
+    return problems

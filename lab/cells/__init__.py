@@ -1,0 +1,1 @@
+"""The matrix as a pytest session: one test item per cell (see conftest)."""

@@ -1,0 +1,32 @@
+"""One test per matrix cell: boot, run, store, check it is trustworthy."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from lab import cellrun
+from lab.cells.conftest import PROPERTY, build_of
+from lab.matrix import Cell
+
+
+def test_cell(cell: Cell, lab: dict[str, Any],
+              request: pytest.FixtureRequest) -> None:
+    build = build_of(lab, cell.variant)
+    matrix, cache, run = lab["matrix"], lab["cache"], lab["run"]
+    inputs = cellrun.inputs(matrix, cell, build, cache)
+    if not request.config.getoption("--rerun") and \
+            run.is_done(cell, inputs):
+        pytest.skip(f"result reused from run {run.id}")
+    res, prov = cellrun.execute(matrix, cell, build, run.log_dir(cell.id),
+                                cache)
+    request.node.user_properties.append((PROPERTY, json.dumps({
+        "cell": {"repeat": cell.repeat, "variant": cell.variant,
+                 "backend": cell.backend, "workload": cell.workload},
+        "inputs": inputs, "provenance": prov, "result": res.result})))
+    if not res.ok:
+        pytest.fail(f"{res.reason}: {res.detail} (console: "
+                    f"{res.console_log})", pytrace=False)
+    problems = cellrun.sanity(res.result)
+    assert not problems, "; ".join(problems)
