@@ -1,0 +1,92 @@
+"""End to end: a tiny matrix run as a pytest session on two local xdist
+workers, results gathered in the controller's store, a comparison table.
+
+One variant pair on one backend with one short workload: `base` and the
+same kernel series with 6.1's VMA readahead selected at run time.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab.build import Build
+from lab.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+TINY = """\
+trees: {linux-source-6.1: {}}
+fragments: {lab-base: kernels/lab-base.config}
+variants:
+  base:
+    tree: linux-source-6.1
+    series: [counters, sync-bypass-switch, baseline]
+    fragments: [lab-base]
+  base-vma61:
+    tree: linux-source-6.1
+    series: [counters, sync-bypass-switch, baseline]
+    fragments: [lab-base]
+    sysfs: {kernel/mm/swap/readahead_mode: vma-6.1}
+backends:
+  nvme: {kind: nvme, mdts: 9}
+workloads:
+  seq:
+    program: swapbench
+    args: [--pattern, seq, --size-frac-mem, 1.3, --passes, 2]
+    timeout: 300
+guest: {memory: 256M, vcpus: 2, swap: 512M}
+baseline: base
+matrices:
+  quick: {}
+  full: {}
+"""
+
+
+def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
+                                      tmp_path: Path) -> None:
+    for name in ("kernels", "patches"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(TINY)
+    session = subprocess.run(
+        [sys.executable, "-m", "pytest", "lab/cells", "-p",
+         "no:cacheprovider", "--matrix", str(matrix), "--lab-cache",
+         str(lab_root), "--tx", "2*popen", "--dist", "load", "-q"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert session.returncode == 0, session.stdout[-3000:] + \
+        session.stderr[-2000:]
+    assert "2 passed" in session.stdout
+    run = Store(lab_root).open("latest")
+    records = run.records()
+    assert set(records) == {"base-nvme-seq-r1", "base-vma61-nvme-seq-r1"}
+    for rec in records.values():
+        assert rec.outcome == "ok"
+        assert rec.provenance["kernel_release"].endswith(
+            f"-{rec.cell.variant}-{rec.provenance['build_key']}")
+        assert rec.result["device"]["name"] == "nvme0n1"
+    vma = records["base-vma61-nvme-seq-r1"].result
+    settings = {s["name"]: s for s in vma["settings"]}
+    assert settings["kernel/mm/swap/readahead_mode"]["ok"] is True
+
+    table = subprocess.run(
+        [sys.executable, "-m", "lab", "--cache", str(lab_root), "compare",
+         "base", "base-vma61", "--run", run.id],
+        cwd=ROOT, capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "%change" in table.stdout and "seq on nvme" in table.stdout
+    assert "bytes_per_s" in table.stdout
+    # One repeat each: the table must not claim significance.
+    assert "n=1" in table.stdout and "%*" not in table.stdout
+
+    # A second session reuses both results instead of booting again.
+    again = subprocess.run(
+        [sys.executable, "-m", "pytest", "lab/cells", "-p",
+         "no:cacheprovider", "--matrix", str(matrix), "--lab-cache",
+         str(lab_root), "-q", "-rs"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-2000:]
+    assert "2 skipped" in again.stdout and "result reused" in again.stdout
