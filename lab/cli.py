@@ -19,7 +19,7 @@ from lab.errors import LabError
 from lab.matrix import Matrix, describe, load_matrix
 from lab.progress import Progress
 from lab.store import Store
-from lab import runner, tables
+from lab import reportdir, runner, tables
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
 CELLS = Path(__file__).resolve().parent / "cells"
@@ -75,15 +75,21 @@ def _parser() -> argparse.ArgumentParser:
                          "against BASE in one run")
     cmp.add_argument("base", help="the baseline variant")
     cmp.add_argument("others", nargs="+", help="variants to compare")
-    rep = sub.add_parser("report", help="Markdown, CSV and HTML pivots "
-                         "and the seeds' latency format for a run")
-    rep.add_argument("--out", type=Path, help="directory (default: the "
-                     "run's report/)")
-    for cmd in (cmp, rep):
+    rep = sub.add_parser("report", help="tables, figures, slides and the "
+                         "upstream-first ranking of a run, with an index")
+    sld = sub.add_parser("slides", help="the figures and the slide deck "
+                         "(HTML and PDF) of a run")
+    for cmd in (cmp, rep, sld):
         cmd.add_argument("--run", default="latest",
                          help="run id, unique prefix or 'latest'")
+    for cmd in (cmp, rep):
         cmd.add_argument("--all", action="store_true",
                          help="every metric, not only the headline ones")
+    for cmd in (rep, sld):
+        cmd.add_argument("--out", type=Path, help="directory (default: "
+                         "reports/<run-id>)")
+        cmd.add_argument("--no-pdf", action="store_true",
+                         help="skip printing the deck to PDF (Chromium)")
     return top
 
 
@@ -151,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
     if cells not in (0, 1):      # 1: some cells failed, still reportable
         raise LabError(f"the matrix session stopped (pytest exit {cells})")
     report = argparse.Namespace(cache=args.cache, run="latest", out=None,
-                                all=False)
+                                all=False, no_pdf=False)
     _report(report)
     return cells
 
@@ -186,7 +192,15 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     run = Store(cache_root(args.cache)).open(args.run)
-    for path in tables.report_run(run, args.out, args.all):
+    paths = reportdir.build_report(run, args.out, args.all,
+                                   pdf=not args.no_pdf)
+    print(f"report of run {run.id}: {paths[0]}")
+    return 0
+
+
+def _slides(args: argparse.Namespace) -> int:
+    run = Store(cache_root(args.cache)).open(args.run)
+    for path in reportdir.slides_run(run, args.out, pdf=not args.no_pdf):
         print(path)
     return 0
 
@@ -197,7 +211,7 @@ def _warn(message, *_args, **_kwargs) -> None:
 
 COMMANDS = {"validate": lambda a: _validate(a.files), "build": _build,
             "run": _run, "boot": _boot, "compare": _compare,
-            "report": _report}
+            "report": _report, "slides": _slides}
 
 
 def main(argv: list[str] | None = None) -> int:

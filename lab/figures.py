@@ -1,0 +1,434 @@
+"""Figures of a run (matplotlib, Agg): PNG and SVG per figure.
+
+Every figure states its finding in the title, computed from the
+statistics (lab.stats via Results), labels its axes with units and
+carries the run's provenance in small print. Results is the one place
+the figures, the recommendation and the slides read a run from.
+
+    change-<workload>     %change vs the baseline, per variant and backend,
+                          95 % CI error bars, A/A noise band
+    latency-<workload>    p50..p99.9 swap-in latency curves, log scale
+    swapout               swap-out throughput per variant and backend
+    heatmap               variants x (workload, backend), colour = change
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+
+from lab.metrics import HIGHER, LATENCY_FIELDS, LOWER, Samples, gather  # noqa: E402,E501
+from lab.stats import CONFIDENCE, Row, analyze  # noqa: E402
+from lab.store import CellRecord, Run  # noqa: E402
+from lab.tables import Source  # noqa: E402
+
+# swapbench's group names: the measured group of each mode (combined mode's
+# background group only makes the pressure, "total" mixes the two).
+PRIMARY_GROUPS = ("main", "fg", "fill")
+PERCENTILES = tuple(f for f in LATENCY_FIELDS if f.startswith("p"))
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
+           "#D55E00", "#F0E442", "#000000")     # Okabe-Ito: colour-blind safe
+DPI = 110
+
+
+@dataclass
+class Results:
+    """A run, analysed once: statistics rows plus the facts the guests
+    reported (kernel releases, swap devices, kernel log flags)."""
+    source: Source
+    rows: list[Row]
+    samples: Samples
+    records: dict[str, CellRecord]
+    manifest: dict[str, Any]
+    index: dict[tuple[str, str, str, str], Row] = field(init=False,
+                                                        repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = {(r.workload, r.backend, r.metric, r.variant): r
+                      for r in self.rows}
+
+    @classmethod
+    def of(cls, run: Run) -> "Results":
+        records = run.records()
+        samples = gather(records.values())
+        source = Source.of(run)
+        rows = analyze(samples.values, samples.info, source.baseline)
+        return cls(source, rows, samples, records, run.manifest)
+
+    def row(self, workload: str, backend: str, metric: str,
+            variant: str) -> Row | None:
+        return self.index.get((workload, backend, metric, variant))
+
+    def others(self) -> list[str]:
+        return [v for v in self.source.variants if v != self.source.baseline]
+
+    def group(self, workload: str) -> str | None:
+        """The swapbench group that measures the workload."""
+        names = {r.metric.split(".")[1] for r in self.rows
+                 if r.workload == workload and r.metric.startswith("swapbench.")}
+        return next((g for g in PRIMARY_GROUPS if g in names), None)
+
+    def throughput(self, workload: str) -> str | None:
+        g = self.group(workload)
+        return f"swapbench.{g}.bytes_per_s" if g else None
+
+    def latency(self, workload: str, field: str = "p99_us") -> str | None:
+        g = self.group(workload)
+        name = f"swapbench.{g}.latency.{field}"
+        return name if any(r.metric == name for r in self.rows) else None
+
+    def kind(self, workload: str) -> str | None:
+        """seq | random | combined | fill, from what swapbench reported
+        (names in the matrix are the user's choice, the mode is not)."""
+        for rec in self.records.values():
+            if rec.cell.workload != workload:
+                continue
+            doc = ((rec.result.get("workload") or {}).get("result") or {})
+            mode = doc.get("mode")
+            if mode in ("combined", "fill"):
+                return mode
+            groups = doc.get("groups") or []
+            if groups:
+                return groups[0].get("pattern")
+        return None
+
+    def releases(self) -> dict[str, list[str]]:
+        """variant -> the kernel releases its guests reported."""
+        out: dict[str, list[str]] = {}
+        for rec in self.records.values():
+            rel = rec.provenance.get("kernel_release")
+            if rel and rel not in out.setdefault(rec.cell.variant, []):
+                out[rec.cell.variant].append(rel)
+        return out
+
+    def devices(self) -> dict[str, dict[str, Any]]:
+        """backend -> the swap device its first successful guest saw."""
+        out: dict[str, dict[str, Any]] = {}
+        for rec in sorted(self.records.values(), key=lambda r: r.cell):
+            dev = rec.provenance.get("guest_device")
+            if dev and rec.cell.backend not in out:
+                out[rec.cell.backend] = dev
+        return out
+
+    def measured(self) -> tuple[int, int]:
+        """(fewest, most) repeats any measured key has."""
+        ns = [len(v) for v in self.samples.values.values()] or [0]
+        return min(ns), max(ns)
+
+    def provenance(self) -> str:
+        s = self.source
+        lo, hi = self.measured()
+        n = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        rel = ", ".join(sorted({r for rs in self.releases().values()
+                                for r in rs}))
+        failed = len(self.samples.failed)
+        return (f"run {s.run_id} · matrix {s.matrix_file} sha256 "
+                f"{s.matrix_sha256[:12]} ({s.submatrix}) · {s.repeats} "
+                f"repeats planned, n={n} measured"
+                + (f", {failed} failed cells left out" if failed else "")
+                + f" · kernels: {rel or 'none reported'}")
+
+
+# ------------------------------------------------------------ findings
+
+def gain(row: Row) -> tuple[float, float, float] | None:
+    """The change of a row as an improvement (positive = better): value
+    and CI; None without a judged change. Lower-is-better metrics flip."""
+    c = row.change
+    if c is None or c.pct is None or c.low is None or c.high is None:
+        return None
+    if row.better == LOWER:
+        return -c.pct, -c.high, -c.low
+    return c.pct, c.low, c.high
+
+
+def pct_text(value: float) -> str:
+    return f"{value:+.1f} %"
+
+
+def what(row: Row) -> str:
+    """A metric in words, for titles: 'p99 swap-in latency'."""
+    parts = row.metric.split(".")
+    if parts[-1] == "bytes_per_s":
+        return "swap-out throughput" if parts[1] == "fill" else "throughput"
+    if "latency" in parts:
+        return f"{parts[-1][:-3].replace('p999', 'p99.9')} fault latency"
+    return row.metric
+
+
+def finding(row: Row, baseline: str) -> str:
+    """One sentence on a row's change against the baseline."""
+    c = row.change
+    if c is None or c.pct is None:
+        return f"{row.variant}: no comparison with {baseline}"
+    where = f"{what(row)} on {row.backend}"
+    if c.verdict == "n<3":
+        return (f"{row.variant}: {where} {pct_text(c.pct)}, too few "
+                "repeats to judge")
+    if not c.significant:
+        return (f"{row.variant}: no significant difference in {where} "
+                f"({pct_text(c.pct)}, CI {c.low:+.1f}..{c.high:+.1f})")
+    verb = "raises" if c.pct > 0 else "cuts"
+    return f"{row.variant} {verb} {where} by {abs(c.pct):.0f} %"
+
+
+def headline(rows: Sequence[Row], baseline: str) -> str:
+    """The title of a figure over `rows`: its biggest significant
+    improvement (and worst regression), or that nothing is significant."""
+    judged = [(gain(r)[0], r) for r in rows if r.change and
+              r.change.significant and gain(r)]
+    if not judged:
+        return f"No variant differs significantly from {baseline}"
+    best = max(judged, key=lambda t: t[0])
+    out = finding(best[1], baseline)
+    worst = min(judged, key=lambda t: t[0])
+    if worst[0] < 0 and worst[1] is not best[1]:
+        out += f"; {finding(worst[1], baseline)}"
+    return out
+
+
+# ------------------------------------------------------------- drawing
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    title: str                      # the finding
+    png: Path
+    svg: Path
+
+
+def _finish(fig: plt.Figure, res: Results, title: str, name: str,
+            dest: Path, note: str = "") -> Figure:
+    fig.suptitle(title, fontsize=12, fontweight="bold", wrap=True)
+    fig.text(0.005, 0.005, "\n".join(filter(None, [note,
+                                                   res.provenance()])),
+             fontsize=6, color="#555555", ha="left", va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    dest.mkdir(parents=True, exist_ok=True)
+    png, svg = dest / f"{name}.png", dest / f"{name}.svg"
+    fig.savefig(png, dpi=DPI)
+    # Text as paths: the SVG looks the same without the fonts installed.
+    with matplotlib.rc_context({"svg.fonttype": "path",
+                                "svg.hashsalt": name}):
+        fig.savefig(svg)
+    plt.close(fig)
+    return Figure(name, title, png, svg)
+
+
+def _colours(variants: Sequence[str]) -> dict[str, str]:
+    return {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(variants)}
+
+
+def change_figure(res: Results, workload: str, dest: Path) -> Figure | None:
+    """%change of the workload's throughput and p99 latency per variant,
+    grouped by backend."""
+    metrics = [m for m in (res.throughput(workload), res.latency(workload))
+               if m]
+    if not metrics or not res.others():
+        return None
+    others, backends = res.others(), res.source.backends
+    colours = _colours(others)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics),
+                                                       4.4), squeeze=False)
+    shown: list[Row] = []
+    width = 0.8 / len(others)
+    for ax, metric in zip(axes[0], metrics):
+        for b, be in enumerate(backends):
+            rows = [res.row(workload, be, metric, v) for v in others]
+            noise = next((r.noise.detectable_pct for r in rows if r), None)
+            if noise is not None:
+                ax.fill_between([b - 0.45, b + 0.45], -noise, noise,
+                                color="#bbbbbb", alpha=0.45, lw=0,
+                                label="A/A noise (smallest detectable)"
+                                if b == 0 else None)
+            for i, (v, r) in enumerate(zip(others, rows)):
+                if r is None or r.change is None or r.change.pct is None:
+                    continue
+                shown.append(r)
+                c = r.change
+                x = b - 0.4 + width * (i + 0.5)
+                ax.bar(x, c.pct, width * 0.9, color=colours[v],
+                       label=v if b == 0 else None,
+                       hatch=None if c.significant else "//",
+                       alpha=1.0 if c.significant else 0.55)
+                if c.low is not None:
+                    ax.errorbar(x, c.pct, yerr=[[c.pct - c.low],
+                                                [c.high - c.pct]],
+                                fmt="none", ecolor="black", capsize=3, lw=1)
+                mark = "*" if c.significant else (
+                    "n<3" if c.verdict == "n<3" else "ns")
+                top = c.high if c.high is not None else c.pct
+                bottom = c.low if c.low is not None else c.pct
+                y = top if c.pct >= 0 else bottom
+                ax.annotate(mark, (x, y), ha="center", fontsize=8,
+                            va="bottom" if c.pct >= 0 else "top",
+                            xytext=(0, 2 if c.pct >= 0 else -2),
+                            textcoords="offset points")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(range(len(backends)), backends)
+        ax.set_xlabel("swap backend")
+        some = next((r for r in shown if r.metric == metric), None)
+        better = "higher" if some and some.better == HIGHER else "lower"
+        ax.set_ylabel(f"{what(some) if some else metric}: % change vs "
+                      f"{res.source.baseline} ({better} is better)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=7, loc="best")
+    title = f"{workload}: " + headline(shown, res.source.baseline)
+    note = (f"bars: mean % change; whiskers: {CONFIDENCE:.0%} CI; "
+            "* significant, ns (hatched) not, n<3 not judged")
+    return _finish(fig, res, title, f"change-{workload}", dest, note)
+
+
+def latency_figure(res: Results, workload: str, dest: Path) -> Figure | None:
+    """Percentile curves of the fault latency, one panel per backend."""
+    g = res.group(workload)
+    names = [f"swapbench.{g}.latency.{p}" for p in PERCENTILES]
+    if not g or not any(res.row(workload, be, names[0], v)
+                        for be in res.source.backends
+                        for v in res.source.variants):
+        return None
+    variants, backends = res.source.variants, res.source.backends
+    colours = _colours(variants)
+    fig, axes = plt.subplots(1, len(backends), figsize=(4.2 * len(backends),
+                                                        4.2), squeeze=False,
+                             sharey=True)
+    labels = [p[1:-3].replace("999", "99.9") for p in PERCENTILES]
+    for ax, be in zip(axes[0], backends):
+        for v in variants:
+            rows = [res.row(workload, be, n, v) for n in names]
+            if not all(rows):
+                continue
+            base = v == res.source.baseline
+            # The baseline dashed black on top: variants that match it
+            # stay visible under it.
+            ax.plot(range(len(names)), [r.summary.mean for r in rows],
+                    marker="o", ms=3, label=v, zorder=3 if base else 2,
+                    color="black" if base else colours[v],
+                    ls="--" if base else "-", lw=1.2 if base else 1.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(names)), labels)
+        ax.set_xlabel("percentile")
+        ax.set_title(be, fontsize=10)
+        ax.grid(which="both", alpha=0.3)
+    axes[0][0].set_ylabel("fault latency, µs (log scale; mean of repeats)")
+    axes[0][0].legend(fontsize=7)
+    p99 = res.latency(workload)
+    rows = [res.row(workload, be, p99, v) for be in backends
+            for v in res.others()] if p99 else []
+    title = f"{workload}: " + headline([r for r in rows if r],
+                                       res.source.baseline)
+    return _finish(fig, res, title, f"latency-{workload}", dest)
+
+
+def swapout_workload(res: Results) -> str | None:
+    """The workload that measures swap-out (swapbench fill mode)."""
+    return next((w for w in res.source.workloads
+                 if res.kind(w) == "fill"), None)
+
+
+def swapout_figure(res: Results, dest: Path) -> Figure | None:
+    """Swap-out throughput per variant and backend, each repeat a dot,
+    labelled with the average write size the swap device saw."""
+    wl = swapout_workload(res)
+    metric = res.throughput(wl) if wl else None
+    if not metric:
+        return None
+    variants, backends = res.source.variants, res.source.backends
+    colours = _colours(variants)
+    fig, ax = plt.subplots(figsize=(9, 4.4))
+    width = 0.8 / len(variants)
+    shown = []
+    for b, be in enumerate(backends):
+        for i, v in enumerate(variants):
+            r = res.row(wl, be, metric, v)
+            if r is None:
+                continue
+            shown.append(r)
+            x = b - 0.4 + width * (i + 0.5)
+            mb = r.summary.mean / 1e6
+            ax.bar(x, mb, width * 0.9, color=colours[v],
+                   label=v if b == 0 else None)
+            pts = res.samples.values[(wl, be, metric, v)]
+            ax.plot([x] * len(pts), [p / 1e6 for p in pts], "k.", ms=3)
+            io = res.row(wl, be, "diskstats.kib_per_write", v)
+            if io:
+                # Inside the bar, clear of the repeat dots at its top.
+                ax.annotate(f"{io.summary.mean:.0f} KiB/write", (x, 0),
+                            ha="center", va="bottom", fontsize=7,
+                            rotation=90, color="white", xytext=(0, 4),
+                            textcoords="offset points")
+    ax.set_xticks(range(len(backends)), backends)
+    ax.set_xlabel("swap backend")
+    ax.set_ylabel("swap-out throughput, MB/s (bars: mean; dots: repeats)")
+    ax.margins(y=0.1)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    title = f"{wl}: " + headline([r for r in shown if r.change],
+                                 res.source.baseline)
+    return _finish(fig, res, title, "swapout", dest)
+
+
+def heatmap_figure(res: Results, dest: Path) -> Figure | None:
+    """Every non-baseline variant against every (workload, backend) on the
+    workload's throughput; colour = improvement, text = %change + mark."""
+    cols = [(w, be) for w in res.source.workloads if res.throughput(w)
+            for be in res.source.backends]
+    others = res.others()
+    if not cols or not others:
+        return None
+    grid = [[math.nan] * len(cols) for _ in others]
+    text = [[""] * len(cols) for _ in others]
+    shown = []
+    for i, v in enumerate(others):
+        for j, (w, be) in enumerate(cols):
+            r = res.row(w, be, res.throughput(w), v)
+            if r is None or r.change is None or r.change.pct is None:
+                text[i][j] = "–"
+                continue
+            shown.append(r)
+            # Colour by improvement so "good" is one colour on every row.
+            grid[i][j] = r.change.pct if r.better != LOWER else -r.change.pct
+            mark = {"n<3": " ?"}.get(r.change.verdict,
+                                     " *" if r.change.significant else "")
+            text[i][j] = f"{r.change.pct:+.1f}%{mark}"
+    span = max([abs(x) for row in grid for x in row if not math.isnan(x)]
+               + [1.0])
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(cols) + 2),
+                                    1.0 + 0.55 * len(others) + 1.2))
+    im = ax.imshow(grid, cmap="RdBu", norm=TwoSlopeNorm(0, -span, span),
+                   aspect="auto")
+    for i in range(len(others)):
+        for j in range(len(cols)):
+            ax.text(j, i, text[i][j], ha="center", va="center", fontsize=8,
+                    fontweight="bold" if text[i][j].endswith("*")
+                    else "normal")
+    ax.set_xticks(range(len(cols)), [f"{w}\n{be}" for w, be in cols],
+                  fontsize=8)
+    ax.set_yticks(range(len(others)), others, fontsize=8)
+    ax.set_xlabel("workload / swap backend")
+    ax.set_ylabel("variant")
+    bar = fig.colorbar(im, ax=ax, shrink=0.8)
+    bar.set_label(f"throughput change vs {res.source.baseline}, % "
+                  "(blue = better)", fontsize=8)
+    note = (f"* significant ({CONFIDENCE:.0%} CI excludes 0); "
+            "? fewer than 3 repeats, not judged")
+    title = "Throughput across the matrix: " + headline(
+        shown, res.source.baseline)
+    return _finish(fig, res, title, "heatmap", dest, note)
+
+
+def write_figures(res: Results, dest: Path) -> list[Figure]:
+    """Every figure the run has data for, under `dest`."""
+    out = [heatmap_figure(res, dest)]
+    for wl in res.source.workloads:
+        out.append(change_figure(res, wl, dest))
+        if res.kind(wl) != "fill":
+            out.append(latency_figure(res, wl, dest))
+    out.append(swapout_figure(res, dest))
+    return [f for f in out if f is not None]

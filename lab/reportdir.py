@@ -1,0 +1,83 @@
+"""`lab report`: everything about a run in one directory.
+
+    reports/<run-id>/index.html         links to all of the below
+                     tables/            report.md/.csv/.html, latency.txt
+                     figures/           PNG + SVG per figure
+                     upstream.md/.html  the ranked recommendation
+                     deck.html/.pdf     the slides
+
+Only results go in: no logs, so a report is small enough to commit.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from lab.cache import atomic_write
+from lab.figures import Figure, Results, write_figures
+from lab.slides import write_deck
+from lab.store import Run
+from lab.tables import write_report
+from lab.upstream import html_page, markdown, recommend, run_matrix
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
+
+
+def default_dest(run: Run) -> Path:
+    return REPORTS / run.id
+
+
+def slides_run(run: Run, dest: Path | None = None,
+               pdf: bool = True) -> list[Path]:
+    """`lab slides`: the figures and the deck (default reports/<run-id>)."""
+    out = dest or default_dest(run)
+    res = Results.of(run)
+    figs = write_figures(res, out / "figures")
+    rec = recommend(res, run_matrix(run))
+    return write_deck(res, rec, figs, out, pdf)
+
+
+def index_html(res: Results, figs: list[Figure], files: list[Path],
+               dest: Path) -> str:
+    e = html.escape
+
+    def link(p: Path) -> str:
+        rel = p.relative_to(dest).as_posix()
+        return f"<a href='{e(rel)}'>{e(rel)}</a>"
+
+    out = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+           f"<title>swaplab report {e(res.source.run_id)}</title>",
+           "<style>body{font-family:system-ui,sans-serif;max-width:70em;"
+           "margin:1em auto}img{max-width:100%;border:1px solid #ddd}"
+           "</style></head><body>",
+           f"<h1>swaplab report: {e(res.source.run_id)}</h1>",
+           f"<p>{e(res.provenance())}</p><h2>Files</h2><ul>"]
+    out += [f"<li>{link(p)}</li>" for p in files]
+    out.append("</ul><h2>Figures</h2>")
+    for f in figs:
+        out.append(f"<h3>{e(f.title)}</h3>{link(f.svg)}<br>"
+                   f"<img src='{e(f.png.relative_to(dest).as_posix())}' "
+                   f"alt='{e(f.title)}'>")
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+def build_report(run: Run, dest: Path | None = None,
+                 all_metrics: bool = False, pdf: bool = True) -> list[Path]:
+    """Write the run's report directory; the paths, index.html first."""
+    out = dest or default_dest(run)
+    res = Results.of(run)
+    files = write_report(res.rows, res.source, out / "tables",
+                         res.samples.failed, all_metrics)
+    figs = write_figures(res, out / "figures")
+    files += [p for f in figs for p in (f.png, f.svg)]
+    rec = recommend(res, run_matrix(run))
+    line = res.source.line()
+    for name, text in (("upstream.md", markdown(rec, line)),
+                       ("upstream.html", html_page(rec, line))):
+        atomic_write(out / name, text)
+        files.append(out / name)
+    files += write_deck(res, rec, figs, out, pdf)
+    index = out / "index.html"
+    atomic_write(index, index_html(res, figs, files, out))
+    return [index, *files]

@@ -1,0 +1,97 @@
+"""A real headless Chromium loads the deck of the fixture run: each slide
+is screenshot, none overflows its frame, the PDF has a page per slide."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from lab import figures, slides, upstream
+from lab.store import Store
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not any(shutil.which(b)
+                                         for b in slides.BROWSERS),
+                                 reason="chromium not installed")]
+
+# Appended to a copy of the deck: measures every slide's body and leaves
+# the answer in the DOM, which --dump-dom prints after the load.
+MEASURE = """<script>
+const out = [...document.querySelectorAll('.slide')].map(s => {
+  const b = s.querySelector('.body');
+  return {key: s.dataset.slide, over: b.scrollHeight > b.clientHeight + 1
+          || b.scrollWidth > b.clientWidth + 1 ||
+          s.scrollHeight > s.clientHeight + 1,
+          h: b.scrollHeight, ch: b.clientHeight};
+});
+document.body.setAttribute('data-overflow', JSON.stringify(out));
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def deck(tmp_path_factory):
+    run = Store(DATA).open("fixture-run")
+    res = figures.Results.of(run)
+    dest = tmp_path_factory.mktemp("deck")
+    figs = figures.write_figures(res, dest / "figures")
+    rec = upstream.recommend(res, upstream.run_matrix(run))
+    page, pdf = slides.write_deck(res, rec, figs, dest, pdf=True)
+    keys = [s.key for s in slides.slides(res, rec, figs)]
+    return page, pdf, keys
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run(slides.chromium_argv(Path(profile)) +
+                              list(args), capture_output=True, text=True,
+                              timeout=120, check=True)
+
+
+def test_no_slide_overflows(deck):
+    page, _, keys = deck
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>",
+                                              MEASURE + "</body>"))
+    dom = chromium("--window-size=1280,720", "--dump-dom",
+                   probe.as_uri()).stdout
+    found = re.search(r'data-overflow="([^"]*)"', dom)
+    assert found, "the measuring script did not run"
+    measured = json.loads(found.group(1).replace("&quot;", '"'))
+    assert [m["key"] for m in measured] == keys
+    assert [m for m in measured if m["over"]] == []
+
+
+def test_screenshot_each_slide(deck, tmp_path):
+    import matplotlib.image as mpimg
+    page, _, keys = deck
+    html = page.read_text()
+    for key in keys:
+        # Only this slide shown, at the top left of a 1280x720 window.
+        one = tmp_path / f"{key}.html"
+        one.write_text(html.replace("</style>", (
+            ".slide{display:none!important}#%s{display:flex!important;"
+            "margin:0!important}</style>") % key))
+        shot = tmp_path / f"{key}.png"
+        chromium("--window-size=1280,720", "--hide-scrollbars",
+                 f"--screenshot={shot}", one.as_uri())
+        img = mpimg.imread(shot)
+        assert img.shape[:2] == (720, 1280)
+        assert img.std() > 0.02, f"slide {key} looks blank"
+
+
+def test_pdf_has_one_page_per_slide(deck):
+    _, pdf, keys = deck
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True,
+                              text=True, check=True).stdout
+        pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    else:
+        pages = len(re.findall(rb"/Type\s*/Page(?!s)", pdf.read_bytes()))
+    assert pages == len(keys)

@@ -1,0 +1,102 @@
+"""The "upstream first" ranking: the fixture run and constructed data."""
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pytest
+
+from lab import figures, upstream
+from lab.matrix import load_matrix
+from lab.metrics import HIGHER, MetricInfo, Samples
+from lab.stats import analyze
+from lab.store import Store
+from lab.tables import Source
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+MATRIX = load_matrix(upstream.DEFAULT_MATRIX)
+METRIC = "swapbench.main.bytes_per_s"
+
+
+def constructed(factors: dict[str, float], n: int = 5,
+                cv: float = 0.02) -> figures.Results:
+    """A seq-only run of base + `factors`' variants on nvme and
+    rotational: each variant's throughput is base's times its factor."""
+    rng = random.Random(3)
+    variants = ("base", *factors)
+    values = {("seq", be, METRIC, v): [100e6 * factors.get(v, 1.0) *
+                                       rng.gauss(1, cv) for _ in range(n)]
+              for be in ("nvme", "rotational") for v in variants}
+    info = {METRIC: MetricInfo("B/s", HIGHER, True)}
+    source = Source("constructed", "matrix.yaml", "0" * 64, "test", "base",
+                    n, variants, ("nvme", "rotational"), ("seq",))
+    return figures.Results(source, analyze(values, info, "base"),
+                           Samples(values, info, {}), {}, {})
+
+
+def test_clearly_better_patch_ranks_first():
+    rec = upstream.recommend(constructed({"readahead": 1.0,
+                                          "thp-stage1": 1.25}), MATRIX)
+    assert [c.name for c in rec.ranked] == ["thp-stage1", "readahead"]
+    assert rec.ranked[0].wins == 2 and rec.ranked[1].wins == 0
+    assert "cannot separate" not in rec.separation[0]
+    assert rec.separation[0].startswith("thp-stage1 ranks above readahead")
+
+
+def test_inseparable_patches_are_said_so():
+    rec = upstream.recommend(constructed({"readahead": 1.0,
+                                          "thp-stage1": 1.0}), MATRIX)
+    assert len(rec.ranked) == 2
+    assert rec.separation[0].startswith(
+        "The data cannot separate ")
+    assert "by cost only" in rec.separation[0]
+    md = upstream.markdown(rec, "line")
+    assert "cannot separate" in md
+
+
+def test_added_series_pairs():
+    v = MATRIX.variants
+    assert upstream.added(v["readahead"], v["base"]) == ("readahead",)
+    assert upstream.added(v["thp-stage2"], v["thp-stage1"]) == \
+        ("thp-stage2",)
+    assert upstream.added(v["everything"], v["thp-stage2"]) == \
+        ("readahead",)
+    assert upstream.added(v["base"], v["readahead"]) is None
+    assert upstream.added(v["upstream-6.12"], v["upstream"]) is None
+
+
+def test_lines_changed_counts_patch_lines():
+    d = MATRIX.series_dir("linux-source-6.1", "thp-stage2")
+    text = next(d.glob("*.patch")).read_text()
+    want = sum(1 for ln in text.splitlines() if ln[:1] in "+-"
+               and not ln.startswith(("+++", "---")))
+    assert upstream.lines_changed(MATRIX, "linux-source-6.1",
+                                  "thp-stage2") == want > 0
+
+
+@pytest.fixture(scope="module")
+def fixture_rec():
+    run = Store(DATA).open("fixture-run")
+    return upstream.recommend(figures.Results.of(run),
+                              upstream.run_matrix(run))
+
+
+def test_fixture_ranking_and_bundles(fixture_rec):
+    names = [c.name for c in fixture_rec.ranked]
+    # The fixture has thp-stage2 but not thp-stage1: the two are one
+    # candidate, and the evidence says why.
+    assert names == ["readahead", "thp-stage1 + thp-stage2"]
+    assert "measured together" in upstream.evidence(
+        fixture_rec.ranked[1])[0]
+    # The baseline's own series are the starting point, not candidates.
+    assert not {"counters", "baseline"} & set(fixture_rec.unranked)
+    ra = fixture_rec.ranked[0]
+    assert ra.pairs == [("readahead", "base")] and not ra.complaints
+
+
+def test_kernel_complaints_demote(fixture_rec):
+    ra, thp = fixture_rec.ranked
+    warned = dataclasses.replace(ra, complaints={"warn": 2})
+    assert upstream.separation(thp, warned).endswith("(warn x2)")
+    assert sorted([warned, thp], key=upstream._key)[0] is thp
