@@ -11,7 +11,7 @@ DEB_PACKAGES := linux-source-6.1 build-essential bc flex bison libelf-dev \
 	libssl-dev cpio xz-utils git ccache qemu-system-x86 qemu-utils \
 	busybox-static python3-yaml python3-pytest python3-pytest-xdist \
 	python3-numpy python3-scipy python3-jinja2 python3-hypothesis \
-	python3-matplotlib chromium poppler-utils
+	python3-matplotlib chromium poppler-utils nbdkit nbdkit-plugin-dev
 
 .PHONY: all deps workloads build run test test-unit bench clean help
 
@@ -42,6 +42,7 @@ deps:
 
 workloads: deps
 	$(MAKE) -C workloads
+	$(MAKE) -C lab/devmodel
 
 build: deps
 	$(LAB) build --matrix $(MATRIX)
@@ -62,5 +63,6 @@ bench: deps workloads
 
 clean:
 	$(MAKE) -C workloads clean
+	$(MAKE) -C lab/devmodel clean
 	find . -name __pycache__ -prune -exec rm -rf {} +
 	rm -rf .pytest_cache

@@ -156,7 +156,11 @@ def rotational(backend: Backend, guest: Guest, image_dir: Path,
     if rate < 2:
         raise LabError(f"backend {backend.name}: rotation_rate {rate} "
                        "would make the disk non-rotational (use >= 1025)")
-    objs, top = throttled(src, _int(backend, "throttle_iops", 0),
+    # a device model (lab.devices) replaces the throttle stand-in
+    modelled = str(backend.params.get("model", "none")) != "none"
+    objs, top = throttled(src, 0 if modelled else
+                          _int(backend, "throttle_iops", 0),
+                          0 if modelled else
                           _int(backend, "throttle_bps", 0))
     args = objs + _blockdev_arg(top) + [
         "-device", "virtio-scsi-pci,id=swapscsi",

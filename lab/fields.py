@@ -84,6 +84,15 @@ def as_int(node: Node, low: int, high: int | None = None,
     return value
 
 
+def as_number(node: Node) -> float:
+    """A non-negative number (integer or decimal)."""
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or value < 0:
+        raise expected(node, "a non-negative number")
+    return float(value)
+
+
 def as_bool(node: Node) -> bool:
     if not isinstance(node.value, bool):
         raise expected(node, "true or false")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.errors import MatrixError
-from lab.fields import (Fields, as_bool, as_int, as_list, as_name, as_names,
+from lab.fields import (Fields, as_bool, as_int, as_number, as_list, as_name, as_names,
                         as_settings, as_size_mib, as_str, expected)
 from lab.yamlsrc import Node, load
 
@@ -54,7 +54,7 @@ class Variant:
 class Backend:
     name: str
     kind: str
-    params: dict[str, str | int | bool]
+    params: dict[str, str | int | float | bool]
 
 
 @dataclass(frozen=True)
@@ -302,13 +302,22 @@ def _variant(name: str, node: Node, trees: dict[str, Tree],
 
 
 BACKEND_PARAMS: dict[str, dict[str, str]] = {
-    # param -> "int" | "size" | "str" | "bool"
+    # param -> "int" | "number" | "size" | "str" | "bool" | "dilation";
+    # the device-model keys are explained in docs/devices.md.
     "rotational": {"rotation_rate": "int", "throttle_iops": "int",
-                   "throttle_bps": "size"},
-    "nvme": {"mdts": "int"},
+                   "throttle_bps": "size", "model": "str",
+                   "seek_short_ms": "number", "seek_full_ms": "number",
+                   "seek_knee": "number", "rpm": "int",
+                   "transfer_mb_s": "number", "stroke": "size",
+                   "dilation": "dilation"},
+    "nvme": {"mdts": "int", "model": "str", "read_us": "number",
+             "write_us": "number", "bandwidth_mb_s": "number",
+             "parallel": "int", "dilation": "dilation"},
     "pmem": {"mode": "str", "dax": "bool"},
 }
 PMEM_MODES = ("nvdimm", "memmap")
+# Device models per kind (lab/devmodel); pmem is memory, never modelled.
+MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
 
 
 def _backend(name: str, node: Node) -> Backend:
@@ -317,7 +326,7 @@ def _backend(name: str, node: Node) -> Backend:
     kind = as_str(knode, "a backend kind")
     if kind not in BACKEND_KINDS:
         raise expected(knode, f"one of {', '.join(BACKEND_KINDS)}")
-    params: dict[str, str | int | bool] = {}
+    params: dict[str, str | int | float | bool] = {}
     for param, typ in BACKEND_PARAMS[kind].items():
         child = fields.get(param)
         if child is None:
@@ -328,12 +337,29 @@ def _backend(name: str, node: Node) -> Backend:
             params[param] = as_size_mib(child)
         elif typ == "bool":
             params[param] = as_bool(child)
+        elif typ == "number":
+            params[param] = as_number(child)
+        elif typ == "dilation":
+            params[param] = _dilation(child)
         else:
             params[param] = as_str(child)
     if kind == "pmem" and params.get("mode", "nvdimm") not in PMEM_MODES:
         raise expected(node.value["mode"], " or ".join(PMEM_MODES))
+    if "model" in params and params["model"] not in MODELS[kind]:
+        raise expected(node.value["model"],
+                       f"a {kind} model: {' or '.join(MODELS[kind])}")
     fields.done()
     return Backend(name, kind, params)
+
+
+def _dilation(node: Node) -> str | float:
+    if node.value in ("auto", "off"):
+        return str(node.value)
+    value = node.value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and value > 0:
+        return float(value)
+    raise expected(node, "auto, off or a positive dilation factor")
 
 
 def _workload(name: str, node: Node) -> Workload:

@@ -25,6 +25,7 @@ and returns the guest command's exit status.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab import accel as accel_mod
-from lab import backends, initramfs, qemu
+from lab import backends, devices, dilation, initramfs, qemu
 from lab.build import Build
 from lab.cache import atomic_write, cache_root
 from lab.errors import LabError
@@ -461,8 +462,10 @@ def build_result(spec: CellSpec, setup: backends.Setup | None,
 
 def _initrd(spec: CellSpec, cache: Path, setup: backends.Setup,
             dest: Path) -> Path:
-    base = initramfs.base_image(cache, spec.workloads_dir,
-                                spec.extra_programs)
+    devices.build_programs()
+    base = initramfs.base_image(
+        cache, spec.workloads_dir,
+        [*spec.extra_programs, devices.PROBE, devices.DILATE])
     conf = initramfs.render_config(config_items(spec, setup))
     (spec.out_dir / "cell.conf").write_text(conf)
     return initramfs.cell_image(base, conf, dest, spec.extra_files)
@@ -493,12 +496,24 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
     argv: list[str] = []
     timing: dict[str, Any] = {}
     proc = None
+    dilated: dict[str, Any] | None = None
+    # The device model (nbdkit) lives as long as the cell: stopped after
+    # QEMU is gone, whatever happened.
+    model = contextlib.ExitStack()
     try:
         if not spec.build.bzimage.is_file():
             raise LabError(f"no kernel image {spec.build.bzimage}")
         acc = acc or choose_accel(spec.build, cache)
         image_dir = cache / "images" / spec.cell_id
-        setup = backends.prepare(spec.backend, spec.guest, image_dir)
+        if devices.needs_factor(spec.backend):
+            dilated = dilation.cached_factor(spec.build, cache, acc,
+                                             spec.guest)
+        source = model.enter_context(devices.running(
+            spec.backend, spec.guest, image_dir,
+            dilated["factor"] if dilated else None,
+            spec.out_dir / "nbdkit.log"))
+        setup = backends.prepare(spec.backend, spec.guest, image_dir,
+                                 source)
         initrd = _initrd(spec, cache, setup, image_dir / "initrd.img")
         qspec = qemu.Spec(
             name=spec.cell_id, kernel=spec.build.bzimage, initrd=initrd,
@@ -555,6 +570,8 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
                 traceback.format_exc())
         result = build_result(spec, setup, acc, reason, detail, None, "",
                               timing, argv)
+    model.close()
+    result["dilation"] = dilated
     finally_remove_images(cache / "images" / spec.cell_id, spec.keep_images)
     atomic_write(spec.out_dir / "result.json",
                  json.dumps(result, indent=1, sort_keys=False) + "\n")

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * swaplab device model: an nbdkit filter that delays requests the way a
+ * rotational disk or an SSD/NVMe drive would, and passes the data through
+ * unchanged.
+ *
+ *   nbdkit --filter=build/devmodel.so file swap.img model=disk ...
+ *
+ * The model keeps a virtual device clock instead of holding a lock while
+ * it sleeps: under a mutex each request is given a completion time from
+ * the device's state (the head position and the time the head is free for
+ * the disk; the free time of N internal channels and of the transfer
+ * "bus" for the SSD); then the data is read or written by the underlying
+ * plugin and the thread sleeps until the completion time before replying.
+ * A reply is never sent before the plugin finished the operation, so a
+ * flush (passed straight through) covers every write acknowledged so far.
+ *
+ * Disk (model=disk), one request at a time, FIFO:
+ *   seek(d) = 0                                 if the request starts where
+ *                                               the previous one ended
+ *           = s + (tk - s) * sqrt(x / k)        x = d / stroke <  k
+ *           = tk + (F - tk) * (x - k) / (1 - k) x >= k
+ *   with s = seek_short_ms, F = seek_full_ms, k = seek_knee and
+ *   tk = (s (1 - k) + 2 k F) / (1 + k), the value that makes the curve
+ *   continuous with a continuous slope at the knee;
+ *   rotational latency: half a revolution (30000 / rpm ms) after any seek,
+ *   none for an adjacent request;
+ *   transfer: bytes / transfer_mb_s.
+ *
+ * SSD (model=ssd): a request takes the first free of `parallel` channels
+ * for read_us (write_us for writes and zeroes), then the transfer over a
+ * shared bus at bandwidth_mb_s.
+ *
+ * All delays are multiplied by scale (time dilation).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-filter.h>
+
+#define MAX_PARALLEL	256
+#define NS_PER_MS	1000000.0
+#define NS_PER_US	1000.0
+
+enum model { MODEL_NONE, MODEL_DISK, MODEL_SSD };
+
+static enum model model = MODEL_DISK;
+static double scale = 1.0;
+/* disk */
+static double seek_short_ms = 0.8;
+static double seek_full_ms = 8.0;
+static double seek_knee = 0.3;
+static double rpm = 7200;
+static double transfer_mb_s = 150;
+static int64_t stroke_bytes;		/* 0: the export size */
+/* ssd */
+static double read_us = 80;
+static double write_us = 20;
+static double bandwidth_mb_s = 2000;
+static int parallel = 8;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t dev_size;
+/* disk state */
+static int64_t head_free_ns;		/* the head is busy until then */
+static uint64_t head_pos;		/* end of the previous request */
+static bool head_known;
+/* ssd state */
+static int64_t chan_free_ns[MAX_PARALLEL];
+static int64_t bus_free_ns;
+/* statistics */
+static uint64_t n_requests, n_adjacent;
+static double busy_ns_total;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_until(int64_t t)
+{
+	struct timespec ts = { t / 1000000000, t % 1000000000 };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)
+	       == EINTR)
+		;
+}
+
+static int parse_double(const char *key, const char *value, double *out,
+			double min)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(value, &end);
+	if (errno || end == value || *end || !(v >= min) || isinf(v)) {
+		nbdkit_error("devmodel: %s=%s: expected a number >= %g",
+			     key, value, min);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
+			   const char *key, const char *value)
+{
+	double v;
+
+	if (!strcmp(key, "model")) {
+		if (!strcmp(value, "disk") || !strcmp(value, "rotational"))
+			model = MODEL_DISK;
+		else if (!strcmp(value, "ssd") || !strcmp(value, "nvme"))
+			model = MODEL_SSD;
+		else if (!strcmp(value, "none"))
+			model = MODEL_NONE;
+		else {
+			nbdkit_error("devmodel: model=%s: expected disk, ssd "
+				     "or none", value);
+			return -1;
+		}
+		return 0;
+	}
+	if (!strcmp(key, "scale"))
+		return parse_double(key, value, &scale, 0);
+	if (!strcmp(key, "seek_short_ms"))
+		return parse_double(key, value, &seek_short_ms, 0);
+	if (!strcmp(key, "seek_full_ms"))
+		return parse_double(key, value, &seek_full_ms, 0);
+	if (!strcmp(key, "seek_knee")) {
+		if (parse_double(key, value, &seek_knee, 0.001))
+			return -1;
+		if (seek_knee >= 1) {
+			nbdkit_error("devmodel: seek_knee must be below 1");
+			return -1;
+		}
+		return 0;
+	}
+	if (!strcmp(key, "rpm"))
+		return parse_double(key, value, &rpm, 0);
+	if (!strcmp(key, "transfer_mb_s"))
+		return parse_double(key, value, &transfer_mb_s, 0.001);
+	if (!strcmp(key, "stroke_bytes")) {
+		stroke_bytes = nbdkit_parse_size(value);
+		return stroke_bytes < 0 ? -1 : 0;
+	}
+	if (!strcmp(key, "read_us"))
+		return parse_double(key, value, &read_us, 0);
+	if (!strcmp(key, "write_us"))
+		return parse_double(key, value, &write_us, 0);
+	if (!strcmp(key, "bandwidth_mb_s"))
+		return parse_double(key, value, &bandwidth_mb_s, 0.001);
+	if (!strcmp(key, "parallel")) {
+		if (parse_double(key, value, &v, 1))
+			return -1;
+		if (v > MAX_PARALLEL || v != (int)v) {
+			nbdkit_error("devmodel: parallel must be an integer "
+				     "from 1 to %d", MAX_PARALLEL);
+			return -1;
+		}
+		parallel = (int)v;
+		return 0;
+	}
+	return next(nxdata, key, value);
+}
+
+#define devmodel_config_help \
+	"model=disk|ssd|none        device kind (default disk)\n" \
+	"scale=F                    multiply every delay by F (dilation)\n" \
+	"seek_short_ms=MS           shortest non-zero seek (0.8)\n" \
+	"seek_full_ms=MS            full-stroke seek (8)\n" \
+	"seek_knee=X                sqrt/linear knee, fraction of stroke (0.3)\n" \
+	"rpm=N                      spindle speed (7200; 0: no rotation)\n" \
+	"transfer_mb_s=N            media rate, MB/s = 1e6 B/s (150)\n" \
+	"stroke_bytes=SIZE          bytes of a full stroke (export size)\n" \
+	"read_us=US                 ssd read latency (80)\n" \
+	"write_us=US                ssd write latency (20)\n" \
+	"bandwidth_mb_s=N           ssd bandwidth, MB/s (2000)\n" \
+	"parallel=N                 ssd requests served at once (8)"
+
+static int devmodel_prepare(nbdkit_next *next, void *handle, int readonly)
+{
+	int64_t size = next->get_size(next);
+
+	(void)handle;
+	(void)readonly;
+	if (size < 0)
+		return -1;
+	pthread_mutex_lock(&lock);
+	dev_size = size;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+/* the seek time in ns for a head movement of `dist` bytes */
+static double seek_ns(uint64_t dist)
+{
+	double stroke = stroke_bytes > 0 ? (double)stroke_bytes
+					 : (double)dev_size;
+	double s = seek_short_ms, f = seek_full_ms, k = seek_knee;
+	double tk = (s * (1 - k) + 2 * k * f) / (1 + k);
+	double x, t;
+
+	if (!dist)
+		return 0;
+	x = stroke > 0 ? (double)dist / stroke : 1;
+	if (x > 1)
+		x = 1;
+	if (x < k)
+		t = s + (tk - s) * sqrt(x / k);
+	else
+		t = tk + (f - tk) * (x - k) / (1 - k);
+	return t * NS_PER_MS;
+}
+
+/* the completion time of a request (called with the lock held) */
+static int64_t schedule(uint32_t count, uint64_t offset, bool write)
+{
+	int64_t now = now_ns(), start, done;
+	double service;
+	int i, best;
+
+	n_requests++;
+	if (model == MODEL_DISK) {
+		uint64_t dist;
+
+		start = head_free_ns > now ? head_free_ns : now;
+		dist = !head_known ? (uint64_t)dev_size / 3 :
+			offset > head_pos ? offset - head_pos :
+			head_pos - offset;
+		service = (double)count * 1000.0 / transfer_mb_s;
+		if (dist) {
+			service += seek_ns(dist);
+			if (rpm > 0)
+				service += 30000.0 / rpm * NS_PER_MS;
+		} else {
+			n_adjacent++;
+		}
+		service *= scale;
+		done = start + (int64_t)service;
+		head_free_ns = done;
+		head_pos = offset + count;
+		head_known = true;
+		busy_ns_total += service;
+		return done;
+	}
+	/* ssd: the first free channel, then the shared bus */
+	best = 0;
+	for (i = 1; i < parallel; i++)
+		if (chan_free_ns[i] < chan_free_ns[best])
+			best = i;
+	start = chan_free_ns[best] > now ? chan_free_ns[best] : now;
+	start += (int64_t)((write ? write_us : read_us) * NS_PER_US * scale);
+	if (bus_free_ns > start)
+		start = bus_free_ns;
+	done = start + (int64_t)((double)count * 1000.0 / bandwidth_mb_s *
+				 scale);
+	bus_free_ns = done;
+	chan_free_ns[best] = done;
+	busy_ns_total += (double)(done - now);
+	return done;
+}
+
+static int64_t delay_begin(uint32_t count, uint64_t offset, bool write)
+{
+	int64_t done;
+
+	if (model == MODEL_NONE || scale == 0)
+		return 0;
+	pthread_mutex_lock(&lock);
+	done = schedule(count, offset, write);
+	pthread_mutex_unlock(&lock);
+	return done;
+}
+
+static void delay_end(int64_t done)
+{
+	if (done)
+		sleep_until(done);
+}
+
+static int devmodel_pread(nbdkit_next *next, void *handle, void *buf,
+			  uint32_t count, uint64_t offset, uint32_t flags,
+			  int *err)
+{
+	int64_t done = delay_begin(count, offset, false);
+	int r = next->pread(next, buf, count, offset, flags, err);
+
+	(void)handle;
+	delay_end(done);
+	return r;
+}
+
+static int devmodel_pwrite(nbdkit_next *next, void *handle, const void *buf,
+			   uint32_t count, uint64_t offset, uint32_t flags,
+			   int *err)
+{
+	int64_t done = delay_begin(count, offset, true);
+	int r = next->pwrite(next, buf, count, offset, flags, err);
+
+	(void)handle;
+	delay_end(done);
+	return r;
+}
+
+static int devmodel_zero(nbdkit_next *next, void *handle, uint32_t count,
+			 uint64_t offset, uint32_t flags, int *err)
+{
+	int64_t done = delay_begin(count, offset, true);
+	int r = next->zero(next, count, offset, flags, err);
+
+	(void)handle;
+	delay_end(done);
+	return r;
+}
+
+static void devmodel_unload(void)
+{
+	if (n_requests)
+		nbdkit_debug("devmodel: %" PRIu64 " requests, %" PRIu64
+			     " adjacent, %.3f s modelled",
+			     n_requests, n_adjacent, busy_ns_total / 1e9);
+}
+
+static int devmodel_is_rotational(nbdkit_next *next, void *handle)
+{
+	(void)handle;
+	if (model == MODEL_DISK)
+		return 1;
+	if (model == MODEL_SSD)
+		return 0;
+	return next->is_rotational(next);
+}
+
+static struct nbdkit_filter filter = {
+	.name		= "devmodel",
+	.longname	= "swaplab device model (disk / ssd latency)",
+	.config		= devmodel_config,
+	.config_help	= devmodel_config_help,
+	.unload		= devmodel_unload,
+	.prepare	= devmodel_prepare,
+	.is_rotational	= devmodel_is_rotational,
+	.pread		= devmodel_pread,
+	.pwrite		= devmodel_pwrite,
+	.zero		= devmodel_zero,
+};
+
+NBDKIT_REGISTER_FILTER(filter)

@@ -1,0 +1,169 @@
+"""Time dilation: how much slower the guest CPU runs than the host's.
+
+The same static program (lab/devmodel/build/swaplab-dilate) times fixed
+instruction loops on the host and in a guest; factor = guest time / host
+time for the L1-resident load loop (KEY): under TCG every guest memory
+access goes through the soft TLB, the cost that dominates the kernel's
+swap path, and this loop's ratio is the most stable across boots. The
+ALU loop (swapbench's kind of calibrated work) runs at about host speed
+under TCG (ratio ~1), the page-fault loop near the load ratio but
+noisier, system calls in between: all are recorded (`ratios`); their
+spread is the method's main limit (docs/devices.md). Device-model delays
+multiplied by the factor keep device time relative to guest CPU time what
+it would be on real hardware (`dilation: auto`).
+
+Two ways to get a guest figure:
+  * calibrate(): dedicated short boots (run `swaplab-dilate` as the
+    workload); cached_factor() keeps the result per kernel build,
+    accelerator and vCPU count for an hour, so `dilation: auto` has a
+    factor before nbdkit starts.
+  * wrap_argv(): run `swaplab-dilate --kmsg -- WORKLOAD...` in every
+    cell; it logs one line to the kernel log and execs the workload, and
+    from_kernel_log() reads it back from the result: every result records
+    the factor of its own boot.
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from lab import devices
+from lab.errors import LabError
+
+KEY = "load_ns_per_word"
+FIELDS = ("alu_ns_per_iter", "load_ns_per_word", "mem_ns_per_iter",
+          "sys_ns_per_call", "fault_ns_per_page")
+LINE_RE = re.compile(r"swaplab-dilate: (\{.*?\})")
+MAX_AGE_S = 3600
+
+
+def host_measure(trials: int = 101, repeats: int = 3) -> dict[str, Any]:
+    """The loops on the host: best of `repeats` runs (each already the
+    best of `trials`)."""
+    devices.build_programs()
+    runs = []
+    for _ in range(repeats):
+        proc = subprocess.run([str(devices.DILATE), "--trials",
+                               str(trials)], capture_output=True,
+                              text=True, timeout=120)
+        if proc.returncode != 0:
+            raise LabError(f"swaplab-dilate failed on the host: "
+                           f"{proc.stderr.strip()[-500:]}")
+        runs.append(json.loads(proc.stdout))
+    out = {k: min(r[k] for r in runs) for k in FIELDS}
+    out["trials"] = trials
+    out["repeats"] = repeats
+    return out
+
+
+def ratios(host: dict[str, Any], guest: dict[str, Any]) -> dict[str, float]:
+    return {k.split("_")[0]: round(guest[k] / host[k], 4)
+            for k in FIELDS if host.get(k) and guest.get(k)}
+
+
+def factor(host: dict[str, Any], guest: dict[str, Any]) -> float:
+    return guest[KEY] / host[KEY]
+
+
+def parse_line(text: str | None) -> dict[str, Any] | None:
+    """The last swaplab-dilate JSON line in a log, if any."""
+    found = None
+    for m in LINE_RE.finditer(text or ""):
+        try:
+            found = json.loads(m.group(1))
+        except ValueError:
+            continue
+    return found
+
+
+def wrap_argv(argv: list[str], trials: int = 51) -> list[str]:
+    """A cell's workload argv, preceded by the in-guest measurement."""
+    return ["swaplab-dilate", "--trials", str(trials), "--kmsg", "--",
+            *argv]
+
+
+def from_kernel_log(result: dict[str, Any],
+                    host: dict[str, Any]) -> dict[str, Any] | None:
+    """The record for a result whose workload ran under wrap_argv():
+    guest figures from the kernel log (or the workload's stderr)."""
+    wl = result.get("workload") or {}
+    guest = parse_line((result.get("kernel_log") or {}).get("text")) or \
+        parse_line(wl.get("stderr"))
+    if guest is None:
+        return None
+    return {"factor": round(factor(host, guest), 4),
+            "ratios": ratios(host, guest), "guest": guest, "host": host}
+
+
+def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
+              trials: int = 101) -> dict[str, Any]:
+    """Boot `build` `boots` times running swaplab-dilate; the factor of
+    each boot and their median."""
+    from lab import runner                  # runner imports backends
+    from lab.matrix import Backend, Guest
+    devices.build_programs()
+    guest = guest or Guest(memory_mib=256, vcpus=2, swap_mib=64,
+                           firmware="seabios", cmdline="")
+    guest = Guest(memory_mib=guest.memory_mib, vcpus=guest.vcpus,
+                  swap_mib=64, firmware=guest.firmware,
+                  cmdline=guest.cmdline)
+    host_before = host_measure(trials)
+    acc = acc or runner.choose_accel(build, cache)
+    per_boot = []
+    for i in range(boots):
+        out = cache / "dilation" / "boots" / f"{build.key}-{int(time.time())}-{i}"
+        spec = runner.CellSpec(
+            cell_id=f"dilation-{i}", build=build,
+            backend=Backend("dilation", "nvme", {"mdts": 9}), guest=guest,
+            argv=["swaplab-dilate", "--trials", str(trials)], out_dir=out,
+            timeout_s=120, workloads_dir=None,
+            extra_programs=[devices.DILATE])
+        res = runner.run_cell(spec, cache, acc)
+        g = ((res.result.get("workload") or {}).get("result")) or None
+        if not res.ok or not g:
+            raise LabError(f"dilation boot failed: {res.reason}: "
+                           f"{res.detail} (log {res.console_log})")
+        per_boot.append(g)
+    host_after = host_measure(trials)
+    host = {k: min(host_before[k], host_after[k]) for k in FIELDS}
+    factors = [factor(host, g) for g in per_boot]
+    med = statistics.median(factors)
+    return {"factor": round(med, 4),
+            "factors": [round(f, 4) for f in factors],
+            "spread": round((max(factors) - min(factors)) / med, 4),
+            "ratios": ratios(host, {k: statistics.median(g[k] for g in
+                                                         per_boot)
+                                    for k in FIELDS}),
+            "host": host, "host_drift": round(
+                host_after[KEY] / host_before[KEY] - 1, 4),
+            "guest": per_boot, "accel": getattr(acc, "name", str(acc)),
+            "vcpus": guest.vcpus, "build": build.key,
+            "measured_at": time.time()}
+
+
+def cached_factor(build, cache: Path, acc=None, guest=None,
+                  max_age_s: float = MAX_AGE_S,
+                  boots: int = 1) -> dict[str, Any]:
+    """calibrate(), remembered per build/accelerator/vCPUs for max_age_s
+    (the host's load changes the factor; a fresh lab run re-measures)."""
+    from lab import runner
+    acc = acc or runner.choose_accel(build, cache)
+    vcpus = guest.vcpus if guest else 2
+    path = cache / "dilation" / \
+        f"{build.key}-{getattr(acc, 'name', 'x')}-{vcpus}.json"
+    if path.is_file():
+        try:
+            rec = json.loads(path.read_text())
+            if time.time() - rec.get("measured_at", 0) < max_age_s:
+                return rec
+        except ValueError:
+            pass
+    rec = calibrate(build, cache, acc, guest, boots)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec, indent=1) + "\n")
+    return rec
