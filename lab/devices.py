@@ -26,7 +26,6 @@ reaps it and removes its socket directory.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lab.errors import LabError
+from lab import procs
 from lab.matrix import MODELS, Backend, Guest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -298,14 +298,4 @@ def needs_factor(backend: Backend) -> bool:
 
 def stray_nbdkit() -> list[int]:
     """PIDs of nbdkit processes serving a swaplab socket (for tests)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if cmd.startswith(b"nbdkit\0") and b"swaplab-nbd-" in cmd:
-            out.append(int(pid))
-    return out
+    return procs.pids_matching(b"nbdkit\0", b"swaplab-nbd-")

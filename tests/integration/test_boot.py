@@ -7,13 +7,12 @@ and every boot checks the guest's identity (-VARIANT-KEY).
 from __future__ import annotations
 
 import io
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from lab import runner
+from lab import procs, runner
 from lab.build import Build, read_bzimage_release
 from lab.matrix import Backend, Guest
 
@@ -74,16 +73,8 @@ def make_spec(kernel, guest, out: Path, backend: str, argv: list[str],
 
 
 def qemu_running(name: str) -> bool:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"qemu-system" in cmd and f"swaplab-{name}".encode() in cmd:
-            return True
-    return False
+    return bool(procs.pids_matching(b"qemu-system",
+                                    f"swaplab-{name}".encode()))
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))
