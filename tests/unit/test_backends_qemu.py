@@ -10,7 +10,7 @@ import pytest
 from lab import accel, backends, qemu
 from lab.errors import LabError
 from lab import matrix as mx
-from lab.matrix import Backend
+from lab.matrix import Backend, Guest
 from lab.yamlsrc import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,11 +133,14 @@ def test_pmem_nvdimm(tmp_path):
 
 def test_pmem_memmap(tmp_path):
     be = Backend("ram-pmem", "pmem", {"mode": "memmap"})
-    setup = backends.prepare(be, GUEST, tmp_path)
+    guest = Guest(memory_mib=512, vcpus=2, swap_mib=1024,
+                  firmware="seabios", cmdline="")
+    setup = backends.prepare(be, guest, tmp_path)
     argv = argv_for(setup, tmp_path)
-    assert opt(argv, "-m") == [f"{GUEST.memory_mib + GUEST.swap_mib}M"]
+    assert opt(argv, "-m") == ["1536M"]
     append = opt(argv, "-append")[0]
-    assert f"memmap={GUEST.swap_mib}M!256M" in append
+    # low in RAM, at half of it, on a 128 MiB section boundary
+    assert "memmap=1024M!256M" in append
     assert setup.device == "/dev/pmem0" and setup.image is None
     assert setup.agent == [] and setup.expect["dax"] == "1"
 
