@@ -32,10 +32,11 @@ MATRIX = _Sections(ROOT / "matrix.yaml")
 GUEST = MATRIX.guest
 
 
-def argv_for(setup: backends.Setup, tmp_path: Path, **kw) -> list[str]:
+def argv_for(setup: backends.Setup, tmp_path: Path, guest: Guest = GUEST,
+             **kw) -> list[str]:
     spec = qemu.Spec(name="cell-1", kernel=Path("/k/bzImage"),
-                     initrd=Path("/k/initrd"), memory_mib=GUEST.memory_mib,
-                     vcpus=GUEST.vcpus, accel=accel.tcg("test"),
+                     initrd=Path("/k/initrd"), memory_mib=guest.memory_mib,
+                     vcpus=guest.vcpus, accel=accel.tcg("test"),
                      backend=setup, result_file=tmp_path / "result.frame",
                      vars_dir=tmp_path, **kw)
     return qemu.command(spec)
@@ -136,7 +137,7 @@ def test_pmem_memmap(tmp_path):
     guest = Guest(memory_mib=512, vcpus=2, swap_mib=1024,
                   firmware="seabios", cmdline="")
     setup = backends.prepare(be, guest, tmp_path)
-    argv = argv_for(setup, tmp_path)
+    argv = argv_for(setup, tmp_path, guest)
     assert opt(argv, "-m") == ["1536M"]
     append = opt(argv, "-append")[0]
     # low in RAM, at half of it, on a 128 MiB section boundary
