@@ -8,6 +8,7 @@ failure.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import subprocess
@@ -33,17 +34,21 @@ def calibration(cache: Path, binary: Path = SWAPBENCH) -> bytes:
                        "'make -C workloads'")
     digest = hashlib.sha256(binary.read_bytes()).hexdigest()[:16]
     path = cache / "calibration" / f"swapbench-{digest}.txt"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".new")
-        proc = subprocess.run(
-            [str(binary), "--calibrate", str(tmp), "--work-us",
-             str(CALIBRATION_US)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise LabError(f"calibrating the work loop failed: "
-                           f"{proc.stderr.strip()}")
-        atomic_write(path, tmp.read_bytes())
-        tmp.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Parallel workers must agree on one calibration: it is part of every
+    # cell's inputs, so the first one measures and the others wait.
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            tmp = path.with_suffix(".new")
+            proc = subprocess.run(
+                [str(binary), "--calibrate", str(tmp), "--work-us",
+                 str(CALIBRATION_US)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise LabError(f"calibrating the work loop failed: "
+                               f"{proc.stderr.strip()}")
+            atomic_write(path, tmp.read_bytes())
+            tmp.unlink()
     return path.read_bytes()
 
 

@@ -226,3 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `lab compare ... | head`: the reader has all it wanted.
+        sys.stderr.close()
+        return 0

@@ -116,13 +116,13 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
     acc = acc or runner.choose_accel(build, cache)
     per_boot = []
     for i in range(boots):
-        out = cache / "dilation" / "boots" / f"{build.key}-{int(time.time())}-{i}"
+        out = cache / "dilation" / "boots" / \
+            f"{build.key}-{int(time.time())}-{i}"
         spec = runner.CellSpec(
             cell_id=f"dilation-{i}", build=build,
             backend=Backend("dilation", "nvme", {"mdts": 9}), guest=guest,
             argv=["swaplab-dilate", "--trials", str(trials)], out_dir=out,
-            timeout_s=120, workloads_dir=None,
-            extra_programs=[devices.DILATE])
+            timeout_s=120, workloads_dir=None)
         res = runner.run_cell(spec, cache, acc)
         g = ((res.result.get("workload") or {}).get("result")) or None
         if not res.ok or not g:
