@@ -353,20 +353,6 @@ static void *task_thread(void *arg)
 	return NULL;
 }
 
-static int exit_code_of(int st)
-{
-	switch (st) {
-	case ST_OK:
-		return EXIT_OK;
-	case ST_MISMATCH:
-		return EXIT_MISMATCH;
-	case ST_ENOMEM:
-		return EXIT_ENOMEM;
-	default:
-		return EXIT_ERROR;
-	}
-}
-
 int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 	       unsigned int group, unsigned int proc)
 {
@@ -422,7 +408,7 @@ int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 	free(ctx);
 	free(tid);
 	free(live);
-	return exit_code_of(worst);
+	return exit_of_status(worst);
 }
 
 void dump_order(const struct sb_config *cfg)

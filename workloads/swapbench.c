@@ -116,7 +116,7 @@ static int status_of_exit(int code)
 	}
 }
 
-static int exit_of_status(int st)
+int exit_of_status(int st)
 {
 	switch (st) {
 	case ST_OK:

@@ -145,6 +145,9 @@ enum {
 	ACT_CALIBRATE,
 };
 
+/* swapbench.c: the process exit code for a task or run status */
+int exit_of_status(int st);
+
 /* run.c */
 int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 	       unsigned int group, unsigned int proc);
