@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lab.errors import LabError
-from lab import procs
+from lab import initramfs, procs
 from lab.matrix import MODELS, Backend, Guest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,14 +60,9 @@ DEFAULTS = {"disk": {"seek_short_ms": 0.8, "seek_full_ms": 8.0,
             "ssd": {"read_us": 80.0, "write_us": 20.0,
                     "bandwidth_mb_s": 2000.0, "parallel": 8}}
 
-# Proposed additions to lab.matrix.BACKEND_PARAMS (type names as there)
 def build_programs() -> None:
     """make -C lab/devmodel (a no-op when up to date)."""
-    proc = subprocess.run(["make", "-s", "-C", str(DEVMODEL_DIR)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0 or not FILTER.is_file():
-        raise LabError("building lab/devmodel failed:\n"
-                       + (proc.stderr or proc.stdout)[-2000:])
+    initramfs.make_in(DEVMODEL_DIR, FILTER, "lab/devmodel")
 
 
 def model_of(backend: Backend) -> str:
