@@ -373,13 +373,3 @@ def compare_run(run: Run, base: str, others: Sequence[str],
     rows = analyze(samples.values, samples.info, base)
     return compare_text(rows, Source.of(run), base, others, samples.failed,
                         all_metrics)
-
-
-def report_run(run: Run, dest: Path | None = None,
-               all_metrics: bool = False) -> list[Path]:
-    """`lab report`: the files under `dest` (default <run>/report)."""
-    source = Source.of(run)
-    samples = gather(run.records().values())
-    rows = analyze(samples.values, samples.info, source.baseline)
-    return write_report(rows, source, dest or run.root / "report",
-                        samples.failed, all_metrics)

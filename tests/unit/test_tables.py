@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import metrics, stats, tables
+from lab import metrics, reportdir, stats, tables
 from lab.errors import LabError
 from lab.store import Store
 
@@ -212,11 +212,12 @@ def test_compare_unknown_variant(loaded):
                             ["everything"])
 
 
-def test_compare_run_and_report_run(tmp_path):
+def test_compare_run_and_report_tables(tmp_path):
     run = Store(DATA).open("fixture-run")
     text = tables.compare_run(run, "base", ["readahead"])
     assert text.startswith("seq on nvme\n" + LINE)
-    files = tables.report_run(run, tmp_path)
-    assert (tmp_path / "report.md").read_text().startswith(
+    files = reportdir.build_report(run, tmp_path, pdf=False)
+    assert (tmp_path / "tables" / "report.md").read_text().startswith(
         "# swaplab report")
-    assert len(files) == 4
+    table_files = [f for f in files if f.parent == tmp_path / "tables"]
+    assert len(table_files) == 4
