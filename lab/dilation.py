@@ -100,10 +100,30 @@ def from_kernel_log(result: dict[str, Any],
             "ratios": ratios(host, guest), "guest": guest, "host": host}
 
 
+def settled(factors: list[float], boots: int,
+            tolerance: float) -> list[float] | None:
+    """The `boots` lowest factors if their spread is within tolerance.
+
+    Host interference only ever slows a guest down, so a disturbed boot
+    shows up as a high factor; the lowest ones are the undisturbed
+    measurements (the same reasoning as timing the best of N runs)."""
+    if len(factors) < boots:
+        return None
+    low = sorted(factors)[:boots]
+    return low if spread(low) <= tolerance else None
+
+
+def spread(factors: list[float]) -> float:
+    return (max(factors) - min(factors)) / statistics.median(factors)
+
+
 def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
-              trials: int = 101) -> dict[str, Any]:
-    """Boot `build` `boots` times running swaplab-dilate; the factor of
-    each boot and their median."""
+              trials: int = 101, tolerance: float = 0.05,
+              max_boots: int | None = None) -> dict[str, Any]:
+    """Boot `build` running swaplab-dilate until `boots` boots agree
+    within `tolerance` (at most `max_boots`, default 2 * boots); the
+    factor is their median. Every boot's factor is recorded, and
+    `settled` says whether agreement was reached."""
     from lab import runner                  # runner imports backends
     from lab.matrix import Backend, Guest
     devices.build_programs()
@@ -112,10 +132,13 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
     guest = Guest(memory_mib=guest.memory_mib, vcpus=guest.vcpus,
                   swap_mib=64, firmware=guest.firmware,
                   cmdline=guest.cmdline)
+    max_boots = max_boots or 2 * boots
     host_before = host_measure(trials)
     acc = acc or runner.choose_accel(build, cache)
-    per_boot = []
-    for i in range(boots):
+    per_boot: list[dict[str, Any]] = []
+    host: dict[str, Any] = host_before
+    while len(per_boot) < max_boots:
+        i = len(per_boot)
         out = cache / "dilation" / "boots" / \
             f"{build.key}-{int(time.time())}-{i}"
         spec = runner.CellSpec(
@@ -129,15 +152,21 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
             raise LabError(f"dilation boot failed: {res.reason}: "
                            f"{res.detail} (log {res.console_log})")
         per_boot.append(g)
+        if settled([factor(host, g) for g in per_boot], boots, tolerance):
+            break
     host_after = host_measure(trials)
     host = {k: min(host_before[k], host_after[k]) for k in FIELDS}
     factors = [factor(host, g) for g in per_boot]
-    med = statistics.median(factors)
+    kept = settled(factors, boots, tolerance)
+    used = kept or sorted(factors)[:boots]
+    kept_boots = [g for g in per_boot if factor(host, g) in used]
+    med = statistics.median(used)
     return {"factor": round(med, 4),
             "factors": [round(f, 4) for f in factors],
-            "spread": round((max(factors) - min(factors)) / med, 4),
+            "spread": round(spread(used), 4),
+            "settled": kept is not None, "tolerance": tolerance,
             "ratios": ratios(host, {k: statistics.median(g[k] for g in
-                                                         per_boot)
+                                                         kept_boots)
                                     for k in FIELDS}),
             "host": host, "host_drift": round(
                 host_after[KEY] / host_before[KEY] - 1, 4),

@@ -1,7 +1,7 @@
 """Device models seen from the guest: boot the lab's base kernel with a
 modelled swap device and run swaplab-probe (lab/devmodel/probe.c)
 against it; check the bands of issue 6. Five short boots in all: three
-dilation calibrations and one probe per modelled backend.
+dilation calibrations (more if the host disturbs one) and one probe per modelled backend.
 """
 from __future__ import annotations
 
@@ -65,10 +65,14 @@ def probe(kernel, cache, backend: Backend, tests: str,
 
 def test_dilation_factor_stable(calibration):
     print(f"\ndilation: {calibration['factor']} from "
-          f"{calibration['factors']}, spread {calibration['spread']}, "
-          f"ratios {calibration['ratios']}")
+          f"{calibration['factors']}, spread {calibration['spread']} "
+          f"of the 3 lowest, ratios {calibration['ratios']}")
     assert calibration["factor"] > 1
+    # Three boots within 5 % of each other, in at most six tries: a boot
+    # the host disturbed is re-measured, never averaged in.
+    assert calibration["settled"], calibration["factors"]
     assert calibration["spread"] <= 0.05
+    assert len(calibration["factors"]) <= 6
 
 
 def test_rotational_bands(kernel, cache, tmp_path):
