@@ -4,7 +4,8 @@ The matrix names kernel trees (Debian source packages), config fragments,
 variants (tree + ordered patch series + fragments + boot and runtime
 settings), swap backends, workloads, the guest shape, the baseline and
 named sub-matrices. A sub-matrix expands to cells: variant x backend x
-workload x repeat, filtered by `only` and `exclude` rules.
+workload x repeat, filtered by `only` and `exclude` rules. `expect`
+rules say which counters each matching cell must move (lab/expect.py).
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lab import expect
 from lab.errors import MatrixError
+from lab.expect import Expectation
 from lab.fields import (Fields, as_bool, as_int, as_number, as_list, as_name, as_names,
                         as_settings, as_size_mib, as_str, expected)
 from lab.yamlsrc import Node, load
@@ -124,6 +127,7 @@ class Matrix:
     baseline: str
     matrices: dict[str, SubMatrix]
     patches_dir: Path = field(repr=False)
+    expect: tuple[Expectation, ...] = ()
 
     def series_dir(self, tree: str, series: str) -> Path:
         return self.patches_dir / tree / series
@@ -190,6 +194,9 @@ def parse_matrix(text: str, path: Path,
     dims = {"variant": variants, "backend": backends, "workload": workloads}
     matrices = _named(top.need("matrices"), "matrices",
                       lambda n, v: _submatrix(n, v, dims, repeats))
+    enode = top.get("expect")
+    expectations = tuple(as_list(enode, lambda n: _expectation(n, dims),
+                                 "expectations")) if enode else ()
     for needed in ("quick", "full"):
         if needed not in matrices:
             raise top.node.error(f"missing sub-matrix '{needed}' (every "
@@ -197,7 +204,7 @@ def parse_matrix(text: str, path: Path,
                                  "matrices")
     top.done()
     return Matrix(path, trees, fragments, variants, backends, workloads,
-                  guest, repeats, baseline, matrices, pdir)
+                  guest, repeats, baseline, matrices, pdir, expectations)
 
 
 def _named(node: Node, what: str, build):
@@ -460,6 +467,14 @@ def _rule(node: Node, dims: dict[str, dict]) -> Rule:
         raise node.error("a rule names at least one of: "
                          + ", ".join(RULE_KEYS))
     return Rule(out)
+
+
+def _expectation(node: Node, dims: dict[str, dict]) -> Expectation:
+    fields = Fields(node, "an expectation")
+    where = _rule(fields.need("where"), dims)
+    vmstat = expect.counters(fields.need("vmstat"))
+    fields.done()
+    return Expectation(where, vmstat, f"{node.file}:{node.line}")
 
 
 def describe(matrix: Matrix) -> str:

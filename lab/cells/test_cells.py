@@ -1,4 +1,5 @@
-"""One test per matrix cell: boot, run, store, check it is trustworthy."""
+"""One test per matrix cell: boot, run, store, check it is trustworthy
+(and that its counters show the path the matrix expects)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lab import cellrun
+from lab import cellrun, expect
 from lab.cells.conftest import PROPERTY, build_of
 from lab.matrix import Cell
 
@@ -28,5 +29,6 @@ def test_cell(cell: Cell, lab: dict[str, Any],
     if not res.ok:
         pytest.fail(f"{res.reason}: {res.detail} (console: "
                     f"{res.console_log})", pytrace=False)
-    problems = cellrun.sanity(res.result)
+    problems = cellrun.sanity(res.result) + \
+        expect.check(matrix.expect, cell, res.result)
     assert not problems, "; ".join(problems)

@@ -9,7 +9,9 @@ Planted effects, 3 repeats each: readahead is +14 % throughput on nvme
 and +8 % on rotational with far fewer major faults and lower latency;
 thp-stage2 writes THPs as 2 MiB IOs, +12 % fill throughput. One cell
 (readahead-rotational-seq-r3) hung, leaving that comparison at n=2.
-Replace with guest-captured results when the runner lands.
+It exists for what one real quick run cannot show (repeats, planted
+effects, a failed cell); real guest results are in results/quick-real
+(capture_run.py).
 
     /usr/bin/python3 tests/data/make_fixture_run.py
 """

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from lab.errors import MatrixError
-from lab.matrix import load_matrix
+from lab.expect import Condition
+from lab.matrix import Cell, load_matrix
 
 GOOD = """\
 version: 1
@@ -50,6 +51,9 @@ guest:
   swap: 1G
 repeats: 3
 baseline: base
+expect:
+  - where: {variant: readahead, workload: seq}
+    vmstat: {swap_ra_vma_rfc: ">0", swap_ra_cluster: 0}
 matrices:
   quick:
     variants: [base, readahead]
@@ -108,6 +112,12 @@ def test_good_matrix_model(tmp_path: Path) -> None:
     assert m.guest.memory_mib == 512 and m.guest.swap_mib == 1024
     assert m.guest.firmware == "seabios"
     assert m.baseline == "base"
+    [rule] = m.expect
+    assert rule.vmstat == {"swap_ra_vma_rfc": Condition(">", 0),
+                           "swap_ra_cluster": Condition("==", 0)}
+    assert rule.where.matches(Cell(1, "readahead", "nvme", "seq"))
+    assert not rule.where.matches(Cell(1, "base", "nvme", "seq"))
+    assert rule.origin.endswith(f"matrix.yaml:{line_of(GOOD, '- where')}")
 
 
 def test_cells_expand_and_interleave(tmp_path: Path) -> None:
@@ -163,6 +173,18 @@ def test_cells_expand_and_interleave(tmp_path: Path) -> None:
     ("      - {variant: base, backend: nvme, workload: seq, repeat: 1}",
      "      - {variant: base, device: nvme}", "device: nvme",
      "matrices.smoke.only[0].device", "unknown key 'device'"),
+    ("{swap_ra_vma_rfc: \">0\", swap_ra_cluster: 0}",
+     "{swap_ra_vma_rfc: many}", "many", "expect[0].vmstat.swap_ra_vma_rfc",
+     "expected a counter condition"),
+    ("{swap_ra_vma_rfc: \">0\", swap_ra_cluster: 0}", "{Bad-Name: 0}",
+     "Bad-Name", "expect[0].vmstat.Bad-Name",
+     "'Bad-Name' is not a /proc/vmstat"),
+    ("{swap_ra_vma_rfc: \">0\", swap_ra_cluster: 0}", "{}",
+     "vmstat: {}", "expect[0].vmstat", "expected a mapping of /proc/vmstat"),
+    ("{variant: readahead, workload: seq}", "{variant: nope}",
+     "variant: nope", "expect[0].where.variant", "unknown variant 'nope'"),
+    ("  - where: {variant: readahead", "  - wehre: {variant: readahead",
+     "wehre", "expect[0]", "missing required key 'where'"),
     ("    sysctl: {vm.page-cluster: 3}", "    sysctl: {vm/page: 3}",
      "vm/page", "variants.base.sysctl.vm/page", "is not a sysctl name"),
 ])

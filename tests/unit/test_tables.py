@@ -1,7 +1,10 @@
-"""Tables rendered from the fixture run in tests/data/results."""
+"""Tables rendered from tests/data/results: the synthetic fixture run
+(repeats, planted effects, a failed cell) and quick-real (real guest
+results, one repeat)."""
 from __future__ import annotations
 
 import csv
+import json
 import io
 import re
 from html.parser import HTMLParser
@@ -221,3 +224,104 @@ def test_compare_run_and_report_tables(tmp_path):
         "# swaplab report")
     table_files = [f for f in files if f.parent == tmp_path / "tables"]
     assert len(table_files) == 4
+
+
+# Real guest results: cells of a quick run (one repeat), captured verbatim
+# by tests/data/capture_run.py.
+
+@pytest.fixture(scope="module")
+def real():
+    run = Store(DATA).open("quick-real")
+    samples = metrics.gather(run.records().values())
+    return run, tables.Source.of(run), samples
+
+
+def group(run, cell: str, name: str) -> dict:
+    doc = run.records()[cell].result["workload"]["result"]
+    return next(g for g in doc["groups"] if g["name"] == name)
+
+
+def test_real_compare_quotes_the_guests_numbers(real):
+    run, source, s = real
+    text = tables.compare_text(stats.analyze(s.values, s.info, "base"),
+                               source, "base", ["thp-stage2"], s.failed)
+    block = text.split("thp-swpout on nvme\n")[1].split(" on ")[0]
+    assert "repeats measured: base n=1, thp-stage2 n=1" in block
+    base = group(run, "base-nvme-thp-swpout-r1", "fill")["bytes_per_s"]
+    stage2 = group(run, "thp-stage2-nvme-thp-swpout-r1", "fill")[
+        "bytes_per_s"]
+    change = f"{(stage2 / base - 1) * 100:+.1f}%"
+    line = row_of(block, "swapbench.fill.bytes_per_s")
+    assert line.split() == [f"{base:.0f}", change + "?", f"{stage2:.0f}",
+                            "swapbench.fill.bytes_per_s"]
+    # One repeat: every change is shown unjudged, none is significant.
+    assert "*" not in "".join(ln for ln in text.splitlines()
+                              if ln.endswith(("_s", "_us")))
+
+
+def test_real_latency_in_the_seed_format(real):
+    run, source, s = real
+    text = tables.latency_text(stats.analyze(s.values, s.info, "base"),
+                               source)
+    lat = group(run, "base-rotational-seq-r1", "main")["latency"]
+    block = text.split("seq on rotational, base, group main (mean of 1 "
+                       "repeats):\n")[1].split("\n\n")[0]
+    first, second = block.splitlines()
+    assert first == (f"samples: {lat['samples']}, average: "
+                     f"{tables._seed_us(lat['avg_us'])}, min: "
+                     f"{tables._seed_us(lat['min_us'])}, max: "
+                     f"{tables._seed_us(lat['max_us'])}")
+    assert second == ", ".join(
+        f"{p}th: {tables._seed_us(lat[f'p{p}_us'])}"
+        for p in (50, 60, 70, 80, 90, 95, 99))
+
+
+def test_real_pivot_marks_single_repeats(real):
+    _, source, s = real
+    md = tables.report_markdown(stats.analyze(s.values, s.info, "base"),
+                                source, s.failed)
+    assert "run quick-real, 1 repeat planned" in md
+    section = md.split("## thp-swpout")[1].split(
+        "### swapbench.fill.bytes_per_s")[1].split("###")[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| thp-")]
+    assert rows and all("(n<3)" in r and "*" not in r for r in rows)
+
+
+def test_report_of_a_run_without_the_baseline(tmp_path):
+    """A sub-matrix may leave the baseline out (the debug matrix runs one
+    debug variant): the report shows each variant's own values, no
+    change columns, no change figures, and says why."""
+    src = DATA / "results" / "fixture-run"
+    dest = tmp_path / "results" / "no-base"
+    dest.mkdir(parents=True)
+    for f in src.glob("*.json"):
+        if not f.name.startswith("base-"):
+            (dest / f.name).write_bytes(f.read_bytes())
+    manifest = json.loads((src / "manifest.json").read_text())
+    manifest["id"] = "no-base"
+    manifest["matrix"]["variants"].remove("base")
+    manifest["cells"] = [c for c in manifest["cells"]
+                         if not c.startswith("base-")]
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    run = Store(tmp_path).open("no-base")
+    source = tables.Source.of(run)
+    assert not source.compared
+
+    files = reportdir.build_report(run, tmp_path / "report", pdf=False)
+    md = (tmp_path / "report" / "tables" / "report.md").read_text()
+    assert "No comparison: the baseline variant 'base' is not in " \
+        "sub-matrix fixture" in md
+    assert "(baseline)" not in md and "%change" not in md
+    assert re.search(r"\| readahead \| \d+ MB/s ±\d\.\d% \(n=3\) \|", md)
+    rows = list(csv.DictReader(io.StringIO(
+        (tmp_path / "report" / "tables" / "report.csv").read_text())))
+    assert {r["verdict"] for r in rows} == {"no baseline"}
+    names = {f.name for f in files}
+    assert not any(n.startswith(("change-", "heatmap")) for n in names)
+    assert {"latency-seq.png", "swapout.png", "deck.html"} <= names
+    assert "(not in this run: no comparisons)" in \
+        (tmp_path / "report" / "deck.html").read_text()
+    upstream = (tmp_path / "report" / "upstream.md").read_text()
+    assert "No candidate could be measured" in upstream
+    with pytest.raises(LabError, match="no variant base in run no-base"):
+        tables.compare_run(run, "base", ["readahead"])

@@ -1,0 +1,93 @@
+"""Counter expectations: which kernel path a cell must have taken.
+
+matrix.yaml's `expect` rules say, for the cells they match, how a
+/proc/vmstat counter must have moved during the workload (`thp_swpout:
+">0"`, `swap_ra_cluster: 0`). A cell that breaks one is not a
+measurement of its variant: the kernel did not run the code the variant
+stands for, so the cell test fails with the counter, the condition and
+the value the guest reported.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from lab.fields import expected
+from lab.yamlsrc import Node
+
+if TYPE_CHECKING:
+    from lab.matrix import Cell, Rule
+
+OPS: dict[str, Callable[[int, int], bool]] = {
+    ">": operator.gt, ">=": operator.ge, "<": operator.lt,
+    "<=": operator.le, "==": operator.eq}
+CONDITION_RE = re.compile(r"\s*(>=|<=|==|>|<)?\s*(\d+)\s*")
+COUNTER_RE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Condition:
+    op: str
+    value: int
+
+    def holds(self, got: int) -> bool:
+        return OPS[self.op](got, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.value}"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    where: "Rule"
+    vmstat: dict[str, Condition]
+    origin: str = ""                # file:line where it is declared
+
+
+def condition(node: Node) -> Condition:
+    """`0`, `">0"`, `">= 512"`...: a bare number means equal."""
+    value = node.value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return Condition("==", value)
+    match = CONDITION_RE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise expected(node, "a counter condition such as 0, \">0\" or "
+                       "\">= 512\"")
+    return Condition(match.group(1) or "==", int(match.group(2)))
+
+
+def counters(node: Node) -> dict[str, Condition]:
+    if not isinstance(node.value, dict) or not node.value:
+        raise expected(node, "a mapping of /proc/vmstat counter to "
+                       "condition")
+    out = {}
+    for name, child in node.value.items():
+        if not COUNTER_RE.fullmatch(name):
+            raise node.error(f"'{name}' is not a /proc/vmstat counter name",
+                             name)
+        out[name] = condition(child)
+    return out
+
+
+def check(expectations: Iterable[Expectation], cell: "Cell",
+          result: Mapping[str, Any]) -> list[str]:
+    """Every broken expectation matching `cell`, as a sentence."""
+    after = (result.get("after") or {}).get("vmstat") or {}
+    delta = (result.get("delta") or {}).get("vmstat") or {}
+    problems = []
+    for exp in expectations:
+        if not exp.where.matches(cell):
+            continue
+        for name, cond in exp.vmstat.items():
+            where = f"({exp.origin})"
+            if name not in after:
+                problems.append(f"expected vmstat {name} {cond} {where}, "
+                                "but the guest's /proc/vmstat has no "
+                                f"{name}")
+            elif not cond.holds(delta.get(name, 0)):
+                problems.append(f"expected vmstat {name} {cond} during the "
+                                f"workload {where}, the guest counted "
+                                f"{delta.get(name, 0)}")
+    return problems

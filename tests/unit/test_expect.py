@@ -1,0 +1,81 @@
+"""Counter expectations: parsed from matrix.yaml, checked against real
+guest results (tests/data/results/quick-real, captured from a quick run)."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from lab import expect
+from lab.errors import MatrixError
+from lab.matrix import load_matrix
+from lab.store import Store
+from lab.yamlsrc import Node
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DATA = ROOT / "tests" / "data"
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return load_matrix(ROOT / "matrix.yaml")
+
+
+@pytest.fixture(scope="module")
+def records():
+    return Store(DATA).open("quick-real").records()
+
+
+def test_real_cells_meet_the_repository_matrix(matrix, records):
+    checked = 0
+    for rec in records.values():
+        assert expect.check(matrix.expect, rec.cell, rec.result) == []
+        checked += sum(e.where.matches(rec.cell) for e in matrix.expect)
+    # Every captured cell is covered by at least one rule.
+    assert all(any(e.where.matches(r.cell) for e in matrix.expect)
+               for r in records.values())
+    assert checked >= len(records)
+
+
+def test_a_variant_that_took_the_wrong_path_is_named(matrix, records):
+    # base's THP workload on NVMe, judged as if it were thp-stage2.
+    rec = records["base-nvme-thp-swpout-r1"]
+    cell = type(rec.cell)(1, "thp-stage2", "nvme", "thp-swpout")
+    problems = expect.check(matrix.expect, cell, rec.result)
+    assert any(p.startswith('expected vmstat thp_swpout > 0 during the '
+                            'workload (') and p.endswith("counted 0")
+               for p in problems), problems
+    assert any("thp_swpout_split_early == 0" in p and "counted 132" in p
+               for p in problems), problems
+    assert all("matrix.yaml:" in p for p in problems)
+
+
+def test_a_kernel_without_the_counters_is_named(matrix, records):
+    rec = records["thp-stage2-nvme-thp-swpout-r1"]
+    result = copy.deepcopy(rec.result)
+    del result["after"]["vmstat"]["thp_swpout_split_early"]
+    problems = expect.check(matrix.expect, rec.cell, result)
+    assert problems == [p for p in problems if "has no" in p]
+    assert "the guest's /proc/vmstat has no thp_swpout_split_early" \
+        in problems[0]
+
+
+@pytest.mark.parametrize("value,cond,holds,fails", [
+    (0, expect.Condition("==", 0), 0, 1),
+    (">0", expect.Condition(">", 0), 3, 0),
+    (">= 512", expect.Condition(">=", 512), 512, 511),
+    ("< 10", expect.Condition("<", 10), 9, 10),
+    ("==7", expect.Condition("==", 7), 7, 8),
+])
+def test_conditions(value, cond, holds, fails):
+    got = expect.condition(Node("m.yaml", 3, "expect[0].vmstat.x", value))
+    assert got == cond and got.holds(holds) and not got.holds(fails)
+
+
+@pytest.mark.parametrize("value", ["lots", -1, True, "> -1", None])
+def test_bad_conditions_are_named(value):
+    with pytest.raises(MatrixError) as info:
+        expect.condition(Node("m.yaml", 3, "expect[0].vmstat.x", value))
+    assert str(info.value).startswith(
+        "m.yaml:3: expect[0].vmstat.x: expected a counter condition")
