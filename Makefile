@@ -11,7 +11,8 @@ DEB_PACKAGES := linux-source-6.1 build-essential bc flex bison libelf-dev \
 	libssl-dev cpio xz-utils git ccache qemu-system-x86 qemu-utils \
 	busybox-static python3-yaml python3-pytest python3-pytest-xdist \
 	python3-numpy python3-scipy python3-jinja2 python3-hypothesis \
-	python3-matplotlib chromium poppler-utils nbdkit nbdkit-plugin-dev
+	python3-matplotlib chromium poppler-utils nbdkit nbdkit-plugin-dev \
+	ovmf
 
 .PHONY: all deps workloads build run test test-unit bench clean help
 

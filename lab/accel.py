@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from lab import procs
 from lab.cache import atomic_write
 from lab.errors import LabError
 
@@ -94,7 +95,8 @@ def probe(kernel: Path, initrd: Path, qemu: str = QEMU,
             "-kernel", str(kernel), "-initrd", str(initrd),
             "-append", "console=ttyS0 panic=-1"]
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(procs.die_with_parent(argv),
+                            stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
@@ -104,6 +106,11 @@ def probe(kernel: Path, initrd: Path, qemu: str = QEMU,
         out, _ = proc.communicate()
         return False, (f"KVM probe boot did not reach the agent in "
                        f"{timeout_s:.0f} s (nested/paravirtual KVM?)")
+    except BaseException:
+        # Ctrl-C or SIGTERM: QEMU has its own session, stop it here.
+        proc.kill()
+        proc.wait()
+        raise
     took = time.monotonic() - start
     if PROBE_MARK in out:
         return True, f"KVM probe boot reached the agent in {took:.1f} s"

@@ -259,9 +259,21 @@ class Builder:
                                 stderr=subprocess.STDOUT, text=True,
                                 errors="replace")
         assert proc.stdout is not None
-        for line in proc.stdout:
-            out.write(line)
-            progress.note(line.strip()[:60])
+        try:
+            for line in proc.stdout:
+                out.write(line)
+                progress.note(line.strip()[:60])
+        except BaseException:
+            # Ctrl-C, SIGTERM (lab.procs.Terminated), a full disk: make
+            # passes SIGTERM on to its compilers and deletes half-written
+            # targets; Kbuild redoes any object without its .cmd file.
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            raise
         if proc.wait() != 0:
             out.flush()
             raise BuildFailed(name, "compile failed; last errors:\n" +

@@ -7,6 +7,7 @@ it; a second process waits (printing who holds it) or refuses.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -58,17 +59,60 @@ def locked(root: Path, wait: bool = True) -> Iterator[None]:
         os.close(fd)
 
 
+# Write errors that mean "no room for this file": the disk, the quota or
+# the file size limit (RLIMIT_FSIZE, `ulimit -f`) is exhausted.
+NO_SPACE = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "no space left: disk quota exceeded",
+    errno.EFBIG: "no space left for it: file too large (the file size "
+                 "limit, ulimit -f, or the file system's)",
+}
+
+
+class DiskFull(LabError):
+    """A write failed for want of space. A matrix run stops on it rather
+    than failing every remaining cell the same way."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+def write_error(path: Path, exc: OSError) -> LabError:
+    """The LabError for a failed write of `path` (DiskFull when it was
+    for want of space)."""
+    why = NO_SPACE.get(exc.errno or 0)
+    if why:
+        return DiskFull(path, f"cannot write {path}: {why}; free some space "
+                        "and run again (finished results are kept, a run "
+                        "resumes with its unfinished cells)")
+    return LabError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def temp_name(path: Path) -> Path:
+    """Where atomic_write stages `path` (a hidden name the result store
+    recognises and ignores: `.NAME.tmp.PID`)."""
+    return path.with_name(f".{path.name}.tmp.{os.getpid()}")
+
+
 def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write via a temporary file and rename: readers see all or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    """Write via a temporary file and rename: readers see all or nothing.
+
+    Whatever stops the write (a full disk, Ctrl-C) the temporary file is
+    removed; a process killed outright leaves one behind, under a name
+    nobody reads as a result (temp_name)."""
+    tmp = temp_name(path)
     mode = "wb" if isinstance(data, bytes) else "w"
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, mode) as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise LabError(f"cannot write {path}: {exc.strerror}") from exc
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from exc
+        raise

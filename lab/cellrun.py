@@ -87,6 +87,7 @@ def provenance(matrix: Matrix, cell: Cell, build: Build,
         "backend": {"name": backend.name, "kind": backend.kind,
                     "params": dict(backend.params)},
         "guest_device": result.get("device"),
+        "guest_firmware": result.get("firmware"),
         "workload": {"name": workload.name,
                      "argv": [workload.program, *workload.args],
                      "seed": (wl_json.get("config") or {}).get("seed")},
@@ -113,7 +114,8 @@ KERNEL_COMPLAINTS = ("warn", "bug", "oops", "panic", "kasan", "lockdep",
 
 def sanity(result: dict[str, Any]) -> list[str]:
     """What makes a cell's measurement untrustworthy beyond its outcome:
-    kernel complaints in the guest log, data mismatches."""
+    kernel complaints in the guest log, data mismatches. (A guest that
+    did not prove its identity or firmware has already failed: classify.)"""
     problems = []
     flags = result.get("kernel_log_flags") or {}
     for name in KERNEL_COMPLAINTS:

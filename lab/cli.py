@@ -6,9 +6,14 @@ only bugs in the lab itself produce a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -19,10 +24,11 @@ from lab.errors import LabError
 from lab.matrix import Matrix, describe, load_matrix
 from lab.progress import Progress
 from lab.store import Store
-from lab import reportdir, runner, tables
+from lab import procs, reportdir, runner, tables
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
 CELLS = Path(__file__).resolve().parent / "cells"
+STOP_GRACE_S = 60      # for an interrupted matrix session to stop
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -147,19 +153,55 @@ def _run(args: argparse.Namespace) -> int:
     status = _build(args)
     if status:
         return status
+    # The session names its run: another lab session on the same cache
+    # may have started a later one, so "latest" is not necessarily ours.
+    id_file = Path(tempfile.mkdtemp(prefix="swaplab-run-")) / "run-id"
     command = [sys.executable, "-m", "pytest", str(CELLS), "-p",
                "no:cacheprovider", "--matrix", args.matrix,
-               "--matrix-file", str(args.file), *args.pytest_args]
+               "--matrix-file", str(args.file),
+               "--run-id-file", str(id_file), *args.pytest_args]
     if args.cache:
         command += ["--lab-cache", args.cache]
     print("lab run:", shlex.join(command), file=sys.stderr)
-    cells = subprocess.run(command, cwd=CELLS.parent.parent).returncode
+    # The session gets a process group of its own: Ctrl-C (or SIGTERM)
+    # reaches it once, from here, and it stops its QEMU and nbdkit
+    # children itself; killing it outright would orphan them.
+    session = subprocess.Popen(command, cwd=CELLS.parent.parent,
+                               process_group=0)
+    try:
+        cells = session.wait()
+    except KeyboardInterrupt as exc:
+        _stop(session, procs.signal_of(exc))
+        raise
+    finally:
+        run_id = id_file.read_text().strip() if id_file.is_file() else None
+        shutil.rmtree(id_file.parent, ignore_errors=True)
     if cells not in (0, 1):      # 1: some cells failed, still reportable
         raise LabError(f"the matrix session stopped (pytest exit {cells})")
-    report = argparse.Namespace(cache=args.cache, run="latest", out=None,
+    if run_id is None:
+        raise LabError("the matrix session did not name its run; see "
+                       "'lab report --run ID'")
+    report = argparse.Namespace(cache=args.cache, run=run_id, out=None,
                                 all=False, no_pdf=False)
     _report(report)
     return cells
+
+
+def _stop(session: subprocess.Popen, signum: int) -> None:
+    """Pass the signal on to the matrix session and wait for it to stop
+    its guests; a second Ctrl-C, or STOP_GRACE_S, ends it with SIGKILL."""
+    try:
+        os.killpg(session.pid, signum)
+        session.wait(timeout=STOP_GRACE_S)
+    except ProcessLookupError:
+        pass
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(session.pid, signal.SIGKILL)
+        session.wait()
+    print("lab: the matrix session stopped; finished cells are stored, "
+          "and the same command resumes with the unfinished ones",
+          file=sys.stderr)
 
 
 def _boot(args: argparse.Namespace) -> int:
@@ -218,14 +260,18 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # Store warnings (a corrupt result file, say) read as one line each.
     warnings.showwarning = _warn
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so guests are stopped.
+    procs.interrupt_on()
     try:
         return COMMANDS[args.command](args)
     except LabError as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("lab: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = procs.signal_of(exc)
+        print(f"lab: interrupted ({signal.Signals(signum).name})",
+              file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         # `lab compare ... | head`: the reader has all it wanted.
         sys.stderr.close()

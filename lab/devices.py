@@ -168,9 +168,15 @@ class ModelSource:
             raise LabError("nbdkit is not running")
         return self.sockdir / "nbd.sock"
 
+    @property
+    def pidfile(self) -> Path:
+        """Written by nbdkit once it accepts connections (the socket file
+        appears earlier, at bind(), when a connect is still refused)."""
+        return self.socket.with_name("nbdkit.pid")
+
     def command(self) -> list[str]:
         argv = [NBDKIT, "-f", "--exit-with-parent", "-U", str(self.socket),
-                "--filter", str(FILTER)]
+                "-P", str(self.pidfile), "--filter", str(FILTER)]
         if self.log is not None:
             argv.append("-v")
         argv += ["file", f"file={self.path}", f"model={self.model}",
@@ -199,7 +205,7 @@ class ModelSource:
             if self.log:
                 err.close()
         deadline = time.monotonic() + 10
-        while not self.socket.exists():
+        while not self.pidfile.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 rc = self.proc.poll()
                 self.close()

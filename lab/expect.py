@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 OPS: dict[str, Callable[[int, int], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt,
     "<=": operator.le, "==": operator.eq}
-CONDITION_RE = re.compile(r"\s*(>=|<=|==|>|<)?\s*(\d+)\s*")
+CONDITION_RE = re.compile(r"\s*(>=|<=|==|>|<)?\s*(\d{1,18})\s*")
 COUNTER_RE = re.compile(r"[a-z][a-z0-9_]*")
 
 

@@ -6,6 +6,7 @@ scalar's type and shape.
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable, TypeVar
 
@@ -15,8 +16,8 @@ from lab.yamlsrc import Node, kind_name
 T = TypeVar("T")
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,31}$")
-SIZE_RE = re.compile(r"^(\d+)\s*([KMGT]?)i?B?$", re.IGNORECASE)
-_UNIT_KIB = {"": 1 / 1024, "K": 1, "M": 1024, "G": 1024 ** 2, "T": 1024 ** 3}
+SIZE_RE = re.compile(r"^(\d{1,18})\s*([KMGT]?)i?B?$", re.IGNORECASE)
+_UNIT_BYTES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def _found(node: Node) -> str:
@@ -85,10 +86,10 @@ def as_int(node: Node, low: int, high: int | None = None,
 
 
 def as_number(node: Node) -> float:
-    """A non-negative number (integer or decimal)."""
+    """A non-negative, finite number (integer or decimal)."""
     value = node.value
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or value < 0:
+            or not math.isfinite(value) or value < 0:
         raise expected(node, "a non-negative number")
     return float(value)
 
@@ -107,9 +108,9 @@ def as_size_mib(node: Node) -> int:
     if isinstance(value, str):
         match = SIZE_RE.match(value.strip())
         if match:
-            kib = int(match.group(1)) * _UNIT_KIB[match.group(2).upper()]
-            if kib >= 1024 and kib % 1024 == 0:
-                return int(kib // 1024)
+            size = int(match.group(1)) * _UNIT_BYTES[match.group(2).upper()]
+            if size >= 1 << 20 and size % (1 << 20) == 0:
+                return size >> 20
     raise expected(node, "a size in whole MiB such as 512M, 2G or 768")
 
 

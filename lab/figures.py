@@ -66,7 +66,17 @@ class Results:
         return self.index.get((workload, backend, metric, variant))
 
     def others(self) -> list[str]:
+        """The variants compared with the baseline: none when the run
+        does not have the baseline (no change figures then)."""
+        if not self.source.compared:
+            return []
         return [v for v in self.source.variants if v != self.source.baseline]
+
+    def headline(self, rows: Sequence[Row]) -> str:
+        if not self.source.compared:
+            return (f"absolute values (no baseline '{self.source.baseline}'"
+                    " in this run)")
+        return headline(rows, self.source.baseline)
 
     def group(self, workload: str) -> str | None:
         """The swapbench group that measures the workload."""
@@ -321,8 +331,7 @@ def latency_figure(res: Results, workload: str, dest: Path) -> Figure | None:
     p99 = res.latency(workload)
     rows = [res.row(workload, be, p99, v) for be in backends
             for v in res.others()] if p99 else []
-    title = f"{workload}: " + headline([r for r in rows if r],
-                                       res.source.baseline)
+    title = f"{workload}: " + res.headline([r for r in rows if r])
     return _finish(fig, res, title, f"latency-{workload}", dest)
 
 
@@ -369,8 +378,7 @@ def swapout_figure(res: Results, dest: Path) -> Figure | None:
     ax.margins(y=0.1)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    title = f"{wl}: " + headline([r for r in shown if r.change],
-                                 res.source.baseline)
+    title = f"{wl}: " + res.headline([r for r in shown if r.change])
     return _finish(fig, res, title, "swapout", dest)
 
 

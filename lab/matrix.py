@@ -10,6 +10,7 @@ rules say which counters each matching cell must move (lab/expect.py).
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,9 @@ class Variant:
     sysfs: dict[str, str]
     sysctl: dict[str, str]
     description: str
+    # A slow kernel (KASAN, lockdep) multiplies every cell's workload
+    # timeout and boot allowance; what it measures stays the same.
+    timeout_scale: float = 1.0
 
     @property
     def patched(self) -> bool:
@@ -301,9 +305,15 @@ def _variant(name: str, node: Node, trees: dict[str, Tree],
                                f"{', '.join(fragments)}")
     cmd = fields.get("cmdline")
     desc = fields.get("description")
+    snode = fields.get("timeout_scale")
+    scale = 1.0
+    if snode is not None:
+        scale = as_number(snode)
+        if not 1 <= scale <= 100:
+            raise expected(snode, "a timeout scale from 1 to 100")
     variant = Variant(name, tree, tuple(series), tuple(frag),
                       as_str(cmd) if cmd else "", _sysfs(fields),
-                      _sysctl(fields), as_str(desc) if desc else "")
+                      _sysctl(fields), as_str(desc) if desc else "", scale)
     fields.done()
     return variant
 
@@ -364,7 +374,7 @@ def _dilation(node: Node) -> str | float:
         return str(node.value)
     value = node.value
     if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and value > 0:
+            and math.isfinite(value) and value > 0:
         return float(value)
     raise expected(node, "auto, off or a positive dilation factor")
 
@@ -449,12 +459,11 @@ def _rule(node: Node, dims: dict[str, dict]) -> Rule:
         if child is None:
             continue
         if dim == "repeat":
-            values = child.value if isinstance(child.value, list) \
-                else [child.value]
-            out[dim] = tuple(str(as_int(Node(child.file, child.line,
-                                             child.path, v), 1,
-                                        what="a repeat number"))
-                             for v in values)
+            # One repeat number or a list of them (each item is a Node).
+            items = child.value if isinstance(child.value, list) \
+                else [child]
+            out[dim] = tuple(str(as_int(item, 1, what="a repeat number"))
+                             for item in items)
             continue
         names = as_names(child, f"a {dim} name")
         for n in names:

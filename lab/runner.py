@@ -11,6 +11,8 @@ is "ok" or "failed" with a reason, and the console log is kept. Reasons:
                    mkswap/swapon failed, ...) or crashed (init killed)
   integrity-error  the workload's data check failed (exit code 3)
   wrong-kernel     the guest's release does not end in -VARIANT-KEY
+  wrong-firmware   the guest did not boot through the requested firmware
+                   (ovmf: /sys/firmware/efi must exist; seabios: must not)
   bad-frame        the result frame is missing, truncated or corrupt
   oom              the OOM killer ended the workload (or the guest)
   boot-failure     QEMU did not start, or the guest died before the agent
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -40,9 +43,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab import accel as accel_mod
-from lab import backends, devices, dilation, initramfs, qemu
+from lab import backends, devices, dilation, initramfs, procs, qemu
 from lab.build import Build
-from lab.cache import atomic_write, cache_root
+from lab.cache import atomic_write, cache_root, write_error
 from lab.errors import LabError
 from lab.frame import FrameError, parse
 from lab.matrix import Backend, Cell, Guest, Matrix, Variant
@@ -52,23 +55,41 @@ WORKLOADS_BUILD = REPO / "workloads" / "build"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
 SCHEMAS = {"swapbench": "swapbench/1", "swaplab-memtest": "swaplab-memtest/1"}
 REASONS = ("panic", "hang", "agent-error", "integrity-error", "wrong-kernel",
-           "bad-frame", "oom", "boot-failure", "workload-error",
-           "device-mismatch", "lab-error")
+           "wrong-firmware", "bad-frame", "oom", "boot-failure",
+           "workload-error", "device-mismatch", "lab-error")
 MARK_AGENT = b"swaplab-agent: start"
 MARK_WORKLOAD = b"swaplab-agent: workload start"
 PANIC_RE = re.compile(r"Kernel panic - not syncing:?\s*(.*)")
 OOM_RE = re.compile(r"(Out of memory|oom-kill|invoked oom-killer|"
                     r"System is deadlocked on memory)")
+# Kernel complaints in the guest log. The debug build's reports are
+# caught by the first line of each: lockdep's "WARNING: possible circular
+# locking dependency detected" (and the other lockdep WARNINGs), KASAN's
+# "BUG: KASAN: use-after-free in ...", DEBUG_ATOMIC_SLEEP's "BUG: sleeping
+# function called from invalid context", DEBUG_LIST's WARN; a VM_BUG_ON
+# prints "kernel BUG at mm/...!" and on x86 dies with "invalid opcode",
+# not "Oops". Lockdep switching itself off (a table too small, or after
+# its first report) makes its silence worthless, so that is flagged too.
+# The boot banners of a debug kernel ("kasan: KernelAddressSanitizer
+# initialized", "rcu: RCU lockdep checking is enabled.", "Lock dependency
+# validator: ...", "... MAX_LOCKDEP_KEYS") match nothing here, nor do
+# lockdep's and KASAN's own functions in the call trace of some other
+# report ("? lockdep_hardirqs_on_prepare+0x1ce/0x1ed").
 LOG_FLAGS = (
-    ("warn", re.compile(r"WARNING: ")), ("bug", re.compile(r"BUG: ")),
-    ("oops", re.compile(r"Oops")), ("panic", re.compile(r"Kernel panic")),
+    ("warn", re.compile(r"WARNING: ")),
+    ("bug", re.compile(r"BUG: |kernel BUG at ")),
+    ("oops", re.compile(r"Oops|invalid opcode: ")),
+    ("panic", re.compile(r"Kernel panic")),
     ("kasan", re.compile(r"KASAN")),
     ("lockdep", re.compile(r"possible (circular|recursive) locking|"
-                           r"inconsistent lock state|lockdep")),
+                           r"inconsistent lock state|"
+                           r"\blockdep\b(?! checking is enabled)|"
+                           r"turning off the locking correctness validator"
+                           )),
     ("gpf", re.compile(r"general protection fault")),
     ("oom", OOM_RE),
     ("lockup", re.compile(r"soft lockup|hard LOCKUP|self-detected stall|"
-                          r"blocked for more than")),
+                          r"detected stalls on CPUs|blocked for more than")),
 )
 
 
@@ -125,13 +146,17 @@ class CellResult:
 
 def cell_spec(matrix: Matrix, cell: Cell, build: Build,
               out_dir: Path) -> CellSpec:
-    """A matrix cell as a CellSpec (variant settings, then workload's)."""
+    """A matrix cell as a CellSpec (variant settings, then workload's;
+    the variant's timeout_scale stretches the workload's timeout and the
+    boot allowance for a slow debug kernel)."""
     variant = matrix.variants[cell.variant]
     workload = matrix.workloads[cell.workload]
+    scale = variant.timeout_scale
     return CellSpec(
         cell_id=cell.id, build=build, backend=matrix.backends[cell.backend],
         guest=matrix.guest, argv=[workload.program, *workload.args],
-        out_dir=out_dir, timeout_s=workload.timeout_s,
+        out_dir=out_dir, timeout_s=math.ceil(workload.timeout_s * scale),
+        boot_allowance_s=math.ceil(BOOT_ALLOWANCE_S * scale),
         sysfs={**variant.sysfs, **workload.sysfs},
         sysctl={**variant.sysctl, **workload.sysctl},
         cmdline=variant.cmdline, trace=workload.trace,
@@ -173,16 +198,35 @@ class Console(threading.Thread):
         self.t0 = t0
         self.marks: dict[str, float] = {}
         self.tail = b""
+        self.error: OSError | None = None    # the log could not be written
+
+    def _write(self, out: IO[bytes] | None, chunk: bytes) -> IO[bytes] | None:
+        """Log the chunk; on a write error (a full disk) stop logging but
+        go on reading, or the guest's console would block and hang."""
+        if out is None:
+            return None
+        try:
+            out.write(chunk)
+            out.flush()
+            return out
+        except OSError as exc:
+            self.error = exc
+            with contextlib.suppress(OSError):
+                out.close()
+            return None
 
     def run(self) -> None:
-        with open(self.log, "wb") as out:
+        try:
+            out: IO[bytes] | None = open(self.log, "wb")
+        except OSError as exc:
+            out, self.error = None, exc
+        try:
             while True:
                 chunk = self.stream.read1(65536)
                 if not chunk:
                     break
                 now = time.monotonic() - self.t0
-                out.write(chunk)
-                out.flush()
+                out = self._write(out, chunk)
                 window = self.tail + chunk
                 for name, mark in (("agent", MARK_AGENT),
                                    ("workload", MARK_WORKLOAD)):
@@ -194,6 +238,10 @@ class Console(threading.Thread):
                 if self.echo is not None:
                     self.echo.write(chunk.decode(errors="replace"))
                     self.echo.flush()
+        finally:
+            if out is not None:
+                with contextlib.suppress(OSError):
+                    out.close()
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -295,6 +343,23 @@ def strip_klog(text: str) -> str:
 
 # ---------------------------------------------------------------- verdict
 
+def firmware_problem(requested: str, seen: dict[str, Any] | None) -> str:
+    """Why the guest's firmware facts (the agent's "firmware" object) do
+    not prove the requested firmware; "" when they do. OVMF starts the
+    kernel through its EFI stub, so /sys/firmware/efi exists; under
+    SeaBIOS it does not."""
+    efi = (seen or {}).get("efi")
+    if not isinstance(efi, bool):
+        return (f"firmware {requested} requested, but the guest did not "
+                "report whether /sys/firmware/efi exists")
+    want = requested == "ovmf"
+    if efi == want:
+        return ""
+    saw = "present (a UEFI boot)" if efi else "absent (not a UEFI boot)"
+    return (f"firmware {requested} requested, but the guest saw "
+            f"/sys/firmware/efi {saw}")
+
+
 def classify(spec: CellSpec, setup: backends.Setup | None,
              frame_data: bytes, console: str, timed_out: bool,
              qemu_rc: int | None, qemu_err: str,
@@ -348,6 +413,9 @@ def classify(spec: CellSpec, setup: backends.Setup | None,
                          for e in errs) or "status " + str(
                              payload.get("status"))
         return "agent-error", text, payload
+    wrong_fw = firmware_problem(spec.guest.firmware, payload.get("firmware"))
+    if wrong_fw:
+        return "wrong-firmware", wrong_fw, payload
     if setup is not None:
         problems = setup.check(payload.get("device"))
         if problems:
@@ -420,6 +488,8 @@ def build_result(spec: CellSpec, setup: backends.Setup | None,
     kern = payload.get("kernel") or {}
     res["kernel"]["release"] = kern.get("release")
     res["kernel"]["cmdline"] = (kern.get("cmdline") or "").strip()
+    res["firmware"] = dict(payload.get("firmware") or {},
+                           requested=spec.guest.firmware)
     dev = payload.get("device")
     if dev:
         dev = dict(dev)
@@ -527,7 +597,10 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
         t0 = time.monotonic()
         errf = open(spec.out_dir / "qemu.stderr", "w+b")
         with errf:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+            # Its own session (a Ctrl-C is for the lab, which stops it),
+            # and SIGKILLed should the lab itself die by SIGKILL.
+            proc = subprocess.Popen(procs.die_with_parent(argv),
+                                    stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=errf,
                                     start_new_session=True)
             reader = Console(proc.stdout, console_log, echo, t0)
@@ -540,6 +613,8 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
             finally:
                 _kill(proc)
             reader.join(timeout=30)
+            if reader.error is not None:
+                raise write_error(console_log, reader.error)
             errf.seek(0)
             qemu_err = errf.read().decode(errors="replace")
         total = time.monotonic() - t0
@@ -570,6 +645,16 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
                 traceback.format_exc())
         result = build_result(spec, setup, acc, reason, detail, None, "",
                               timing, argv)
+    except BaseException:
+        # Ctrl-C, or SIGTERM through lab.procs.Terminated: QEMU and the
+        # device model go, nothing is recorded, and the run resumes with
+        # this cell.
+        if proc is not None:
+            _kill(proc)
+        model.close()
+        finally_remove_images(cache / "images" / spec.cell_id,
+                              spec.keep_images)
+        raise
     model.close()
     result["dilation"] = dilated
     finally_remove_images(cache / "images" / spec.cell_id, spec.keep_images)

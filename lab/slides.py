@@ -178,7 +178,9 @@ def setup_slide(res: Results) -> Slide:
     body = (
         "<div class='col'><h3>Kernels (as the guests reported)</h3>"
         f"<table><tr><th>variant</th><th>release</th></tr>{kernels}</table>"
-        f"<p>Baseline: <b>{e(s.baseline)}</b>. Workloads: "
+        f"<p>Baseline: <b>{e(s.baseline)}</b>"
+        + ("" if s.compared else " (not in this run: no comparisons)")
+        + ". Workloads: "
         f"{e(', '.join(s.workloads))}.</p>"
         f"<p>Repeats: {s.repeats} planned, n={lo}"
         + (f"–{hi}" if hi != lo else "") + " measured"

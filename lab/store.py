@@ -6,15 +6,17 @@
     <cache>/results/<run-id>/<cell-id>/       that cell's logs
 
 Every file is written whole (temp + rename), so a killed run leaves only
-complete cell files and its finished cells count on resume. Loading never
-fails on a bad cell file: it warns (StoreWarning, naming the file) and
-leaves the file out. A cell's "inputs hash" identifies what it measured;
+complete cell files and its finished cells count on resume; a write that
+fails (a full disk) raises lab.cache.DiskFull naming the file and leaves
+nothing behind. Loading never fails on a bad cell file: it warns
+(StoreWarning, naming the file) and leaves the file out. A cell's "inputs hash" identifies what it measured;
 a result with the same hash makes rerunning the cell unnecessary.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import time
 import warnings
@@ -185,6 +187,17 @@ class Run:
                     out[rec.cell.id] = rec
         return out
 
+    def remove_partial(self) -> list[Path]:
+        """Delete the temporary files of writers that were killed (their
+        process is gone); a live writer's stay. Returns what went."""
+        removed = []
+        for path in sorted(self.root.glob(".*.tmp.*")):
+            pid = path.name.rsplit(".", 1)[-1]
+            if pid.isdigit() and not _alive(int(pid)):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        return removed
+
     def is_done(self, cell: Cell, inputs: str) -> bool:
         """True when the cell has a finished result with the same inputs
         (the caller reruns anyway when the user asks)."""
@@ -211,6 +224,16 @@ class Run:
         planned = self.manifest.get("cells", [])
         done = [c for c in planned if c in records and records[c].finished]
         return done, [c for c in planned if c not in done]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def _record(path: Path) -> CellRecord:

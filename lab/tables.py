@@ -49,6 +49,18 @@ class Source:
                    m["baseline"], m["repeats"], tuple(m["variants"]),
                    tuple(m["backends"]), tuple(m["workloads"]))
 
+    @property
+    def compared(self) -> bool:
+        """Whether the run has its baseline variant: without it (a
+        sub-matrix that leaves the baseline out, such as a debug run) the
+        tables show each variant's own values and no %change."""
+        return self.baseline in self.variants
+
+    def no_baseline(self) -> str:
+        return (f"No comparison: the baseline variant '{self.baseline}' is "
+                f"not in sub-matrix {self.submatrix}; cells are means with "
+                "their coefficient of variation")
+
     def line(self) -> str:
         return (f"matrix {self.matrix_file} (sha256 {self.matrix_sha256[:12]}"
                 f"), sub-matrix {self.submatrix}, run {self.run_id}, "
@@ -207,8 +219,9 @@ def pivots(rows: Sequence[Row], source: Source, all_metrics: bool = False
     row per variant (the baseline first), then the A/A noise row."""
     index = _index(rows)
     out = []
-    variants = [source.baseline] + [v for v in source.variants
-                                    if v != source.baseline]
+    variants = [v for v in source.variants if v != source.baseline]
+    if source.compared:
+        variants.insert(0, source.baseline)
     for wl in source.workloads:
         wl_rows = [r for r in rows if r.workload == wl]
         for metric in _shown(wl_rows, all_metrics):
@@ -232,13 +245,21 @@ def pivots(rows: Sequence[Row], source: Source, all_metrics: bool = False
     return out
 
 
+def _about(source: Source) -> list[str]:
+    """What the pivot cells are: changes against the baseline, or (no
+    baseline in the run) each variant's own values."""
+    if not source.compared:
+        return [source.no_baseline() + "."]
+    return [f"Baseline: {source.baseline}. Cells: %change of the mean "
+            f"against the baseline with its {CONFIDENCE:.0%} confidence "
+            "interval.", "", LEGEND + "."]
+
+
 def report_markdown(rows: Sequence[Row], source: Source,
                     failed: Mapping[str, str] | None = None,
                     all_metrics: bool = False) -> str:
     out = ["# swaplab report", "", source.line() + ".",
-           f"Baseline: {source.baseline}. Cells: %change of the mean "
-           f"against the baseline with its {CONFIDENCE:.0%} confidence "
-           "interval.", "", LEGEND + ".", ""]
+           *_about(source), ""]
     out += [*_failed(failed), ""] if failed else []
     current = None
     for wl, metric, sub, table in pivots(rows, source, all_metrics):
@@ -265,8 +286,8 @@ def report_html(rows: Sequence[Row], source: Source,
            "<style>table{border-collapse:collapse}td,th{border:1px solid "
            "#999;padding:2px 6px;text-align:right}td:first-child"
            "{text-align:left}</style></head><body>",
-           "<h1>swaplab report</h1>", f"<p>{e(source.line())}.</p>",
-           f"<p>{e(LEGEND)}.</p>"]
+           "<h1>swaplab report</h1>", f"<p>{e(source.line())}.</p>"]
+    out += [f"<p>{e(t)}</p>" for t in _about(source) if t]
     out += [f"<p>{e(t)}</p>" for t in _failed(failed)]
     current = None
     for wl, metric, sub, table in pivots(rows, source, all_metrics):
@@ -300,7 +321,8 @@ def report_csv(rows: Sequence[Row], source: Source) -> str:
     for r in rows:
         s, c = r.summary, r.change
         change = (c.pct, c.low, c.high, c.method, c.p, c.verdict) if c \
-            else (None, None, None, None, None, "baseline")
+            else (None, None, None, None, None, "baseline"
+                  if r.variant == source.baseline else "no baseline")
         fields = [source.run_id, source.matrix_file, source.matrix_sha256,
                   source.submatrix, source.repeats, r.workload, r.backend,
                   r.metric, r.unit, r.better, r.variant, s.n, s.mean,

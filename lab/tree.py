@@ -7,6 +7,12 @@ commit is the pristine tree. A variant's patch series are applied with
 patch that fails never touches any checked-out tree. Each variant builds
 in its own git worktree checked out at its commit; switching commits only
 rewrites the files that differ, which keeps incremental builds small.
+
+A run killed half-way leaves nothing that is used as it is: the pristine
+tree counts only once its `ready` marker (written last, checked first)
+names a commit the repository has, else it is extracted again; a series
+is cached by a ref set only after its last patch; a worktree that git
+cannot check out (a stale index.lock) or that is not clean is made anew.
 """
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ from pathlib import Path
 from lab import debian
 from lab.cache import atomic_write
 from lab.errors import LabError
+
+SRC_DIR = Path("/usr/src")      # where linux-source-* put their tarball
 
 # Fixed identity and dates make commit ids a function of content alone.
 GIT_ENV = {
@@ -64,7 +72,7 @@ def prepare(package: str, root: Path) -> Pristine:
     debian.ensure_installed([package])
     version = debian.installed_version(package)
     assert version is not None
-    tarball = Path("/usr/src") / f"{package}.tar.xz"
+    tarball = SRC_DIR / f"{package}.tar.xz"
     if not tarball.is_file():
         raise LabError(f"{package} is installed but {tarball} is missing; "
                        f"reinstall it with: apt-get install --reinstall "
@@ -161,19 +169,24 @@ def apply_series(pristine: Pristine, patches: list[Patch]) -> str:
                          "-m", _subject(patch.path)).stdout.strip()
     finally:
         os.unlink(index)
-    git(pristine.repo, "update-ref", ref, parent)
+    # The ref only saves redoing this next time: a run killed while
+    # holding its lock must not fail every later build of the series.
+    git(pristine.repo, "update-ref", ref, parent, check=False)
     return parent
 
 
 def checkout(pristine: Pristine, commit: str, path: Path) -> None:
     """Make `path` a worktree of the pristine repo at `commit`."""
     if (path / ".git").exists() and \
-            git(path, "rev-parse", "HEAD", check=False).returncode == 0:
-        git(path, "checkout", "-q", "-f", "--detach", commit)
-        dirty = git(path, "status", "--porcelain", "--untracked-files=no")
-        if not dirty.stdout.strip():
+            git(path, "rev-parse", "HEAD", check=False).returncode == 0 and \
+            git(path, "checkout", "-q", "-f", "--detach", commit,
+                check=False).returncode == 0:
+        dirty = git(path, "status", "--porcelain", "--untracked-files=no",
+                    check=False)
+        if dirty.returncode == 0 and not dirty.stdout.strip():
             return
-    # Missing, half-made by a killed run, or not clean: make it anew.
+    # Missing, half-made by a killed run (git refuses to check out past
+    # its index.lock), or not clean: make it anew.
     shutil.rmtree(path, ignore_errors=True)
     git(pristine.repo, "worktree", "prune")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -259,7 +259,9 @@ def _complaint_text(flags: Mapping[str, int]) -> str:
 def recommend(res: Results, matrix: Matrix) -> Recommendation:
     names = [v for v in res.source.variants if v in matrix.variants]
     variants = {v: matrix.variants[v] for v in names}
-    base = variants.get(res.source.baseline)
+    # The baseline's series are the starting point even in a run that
+    # does not measure the baseline itself.
+    base = matrix.variants.get(res.source.baseline)
     scaffolding = set(base.series) if base else set()
     candidates_of = [s for v in variants.values() for s in v.series
                      if s not in scaffolding]

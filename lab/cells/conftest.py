@@ -9,6 +9,11 @@ controller owns the result store: workers (pytest-xdist, local or
 controller saves it from `pytest_runtest_logreport`, so results from
 every worker end up in one store. A cell with a stored result of the same
 inputs is skipped (`--rerun` runs it again).
+
+Ctrl-C or SIGTERM stops the session: the running cell's QEMU and device
+model are stopped (lab.runner), nothing is stored for it, and the next
+session resumes the run with the unfinished cells. A full results disk
+stops the session too, with a message naming the file.
 """
 from __future__ import annotations
 
@@ -18,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from lab import store
+from lab import procs, store
 from lab.build import Build, BuildFailed, Builder
-from lab.cache import cache_root, locked
+from lab.cache import DiskFull, cache_root, locked
 from lab.errors import LabError
 from lab.matrix import Cell, Matrix, load_matrix
 from lab.progress import Progress
@@ -41,6 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run cells again even when a result exists")
     group.addoption("--new-run", action="store_true",
                     help="start a new run instead of resuming the latest")
+    group.addoption("--run-id-file", default=None,
+                    help="write the run's id to this file (lab run "
+                    "reports that run, not whatever run is latest)")
 
 
 def _selection(config: pytest.Config) -> tuple[Matrix, str]:
@@ -60,6 +68,7 @@ def _open_run(st: store.Store, matrix: Matrix, sub: str,
             run = st.open(run_id)
             m = run.manifest.get("matrix", {})
             if m.get("submatrix") == sub and m.get("sha256") == digest:
+                run.remove_partial()
                 return run
     return st.create(matrix, sub, cells)
 
@@ -74,12 +83,16 @@ def pytest_configure(config: pytest.Config) -> None:
     state: dict[str, Any] = {"matrix": matrix, "sub": sub, "cells": cells,
                              "cache": cache, "builds": {}}
     st = store.Store(cache)
+    procs.interrupt_on()            # SIGTERM, SIGHUP: stop like Ctrl-C
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         state["run"] = st.open(worker["swaplab_run"])
     else:
         state["run"] = _open_run(st, matrix, sub, cells,
                                  config.getoption("--new-run"))
+        id_file = config.getoption("--run-id-file")
+        if id_file:
+            Path(id_file).write_text(state["run"].id + "\n")
         config.pluginmanager.register(StoreWriter(state["run"]),
                                       "swaplab-store")
     config.stash[STATE] = state
@@ -133,16 +146,34 @@ class StoreWriter:
 
     def __init__(self, run: store.Run) -> None:
         self.run = run
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
             if name == PROPERTY and report.when == "call":
                 doc = json.loads(value)
-                self.run.save(Cell(**doc["cell"]), doc["inputs"],
-                              doc["provenance"], doc["result"])
+                try:
+                    self.run.save(Cell(**doc["cell"]), doc["inputs"],
+                                  doc["provenance"], doc["result"])
+                except DiskFull as exc:
+                    stop(self.session, exc)
 
     def pytest_sessionfinish(self) -> None:
         done, todo = self.run.status()
-        self.run.finish()
+        try:
+            self.run.finish()
+        except LabError as exc:
+            print(f"\nswaplab: {exc}")
         print(f"\nswaplab: run {self.run.id}: {len(done)} cells stored, "
               f"{len(todo)} without a result; {self.run.root}")
+
+
+def stop(session: pytest.Session | None, exc: DiskFull) -> None:
+    """No room for results: end the session after this cell (every
+    further cell would fail alike), saying why."""
+    print(f"\nswaplab: {exc}")
+    if session is not None:
+        session.shouldstop = f"swaplab: {exc}"

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from lab import cellrun, expect
-from lab.cells.conftest import PROPERTY, build_of
+from lab.cache import DiskFull
+from lab.cells.conftest import PROPERTY, build_of, stop
 from lab.matrix import Cell
 
 
@@ -20,8 +21,12 @@ def test_cell(cell: Cell, lab: dict[str, Any],
     if not request.config.getoption("--rerun") and \
             run.is_done(cell, inputs):
         pytest.skip(f"result reused from run {run.id}")
-    res, prov = cellrun.execute(matrix, cell, build, run.log_dir(cell.id),
-                                cache)
+    try:
+        res, prov = cellrun.execute(matrix, cell, build,
+                                    run.log_dir(cell.id), cache)
+    except DiskFull as exc:
+        stop(request.session, exc)
+        pytest.fail(str(exc), pytrace=False)
     request.node.user_properties.append((PROPERTY, json.dumps({
         "cell": {"repeat": cell.repeat, "variant": cell.variant,
                  "backend": cell.backend, "workload": cell.workload},

@@ -2,9 +2,11 @@
 
 Boots the guest N times (default 3) per backend with a trivial workload
 and prints the host-measured time from QEMU's start to the agent's
-"workload start" line, plus the guest's own uptime at that point.
+"workload start" line, plus the guest's own uptime at that point. The
+target is SeaBIOS's; `--firmware ovmf` measures the UEFI boot instead.
 
     /usr/bin/python3 tests/bench/bench_boot.py [--runs N] [--kernel BZIMAGE]
+        [--firmware seabios|ovmf]
 """
 from __future__ import annotations
 
@@ -49,9 +51,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--kernel")
+    ap.add_argument("--firmware", choices=("seabios", "ovmf"),
+                    default="seabios")
     args = ap.parse_args()
     build, expect = kernel(args.kernel)
-    guest = Guest(512, 2, 1024, "seabios", "")
+    guest = Guest(512, 2, 1024, args.firmware, "")
     worst_median = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for be in BACKENDS:
@@ -75,10 +79,16 @@ def main() -> int:
             med = statistics.median(host)
             worst_median = max(worst_median, med)
             accel = res.result.get("accel", {}).get("name")
-            print(f"boot to workload start [{be.name:10s}] ({accel}): "
+            print(f"boot to workload start [{be.name:10s}] ({accel}, "
+                  f"{args.firmware}): "
                   f"median {med:.2f} s, min {min(host):.2f} s, max "
                   f"{max(host):.2f} s over {len(host)} boots; guest uptime "
                   f"{statistics.median(guest_up):.2f} s")
+    if args.firmware != "seabios":
+        print(f"boot to workload start ({args.firmware}): worst median "
+              f"{worst_median:.2f} s (the {TARGET_S:.0f} s target is "
+              "SeaBIOS's)")
+        return 0
     verdict = "meets" if worst_median <= TARGET_S else "MISSES"
     print(f"boot to workload start: worst median {worst_median:.2f} s "
           f"{verdict} the {TARGET_S:.0f} s target")

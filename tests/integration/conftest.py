@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -45,3 +46,14 @@ def base_build(repo_matrix: Matrix, lab_root: Path) -> Build:
     """The `base` variant of the repository's matrix, really built."""
     return Builder(repo_matrix, lab_root).build(
         repo_matrix.variants["base"], Progress("base"))
+
+
+def cell_session(matrix: Path, lab_root: Path, *args: str,
+                 timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    """A pytest session over `matrix`'s cells in the cache `lab_root`, as
+    `lab run` starts it (extra pytest arguments in `args`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "lab/cells", "-p",
+         "no:cacheprovider", "--matrix", str(matrix), "--lab-cache",
+         str(lab_root), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout)

@@ -14,6 +14,7 @@ import pytest
 
 from lab.build import Build
 from lab.store import Store
+from tests.integration.conftest import cell_session
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -52,11 +53,8 @@ def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
         (tmp_path / name).symlink_to(ROOT / name)
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(TINY)
-    session = subprocess.run(
-        [sys.executable, "-m", "pytest", "lab/cells", "-p",
-         "no:cacheprovider", "--matrix", str(matrix), "--lab-cache",
-         str(lab_root), "--tx", "2*popen", "--dist", "load", "-q"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    session = cell_session(matrix, lab_root, "--tx", "2*popen", "--dist",
+                           "load", "-q", timeout=1800)
     assert session.returncode == 0, session.stdout[-3000:] + \
         session.stderr[-2000:]
     assert "2 passed" in session.stdout
@@ -83,10 +81,6 @@ def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
     assert "n=1" in table.stdout and "%*" not in table.stdout
 
     # A second session reuses both results instead of booting again.
-    again = subprocess.run(
-        [sys.executable, "-m", "pytest", "lab/cells", "-p",
-         "no:cacheprovider", "--matrix", str(matrix), "--lab-cache",
-         str(lab_root), "-q", "-rs"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    again = cell_session(matrix, lab_root, "-q", "-rs", timeout=600)
     assert again.returncode == 0, again.stdout[-2000:]
     assert "2 skipped" in again.stdout and "result reused" in again.stdout

@@ -1,4 +1,4 @@
-"""Proof that every patched variant takes the path it claims (issue 4).
+"""Proof that every patched variant takes the path it claims (issues 4, 10).
 
 Each variant boots with one THP workload (MADV_HUGEPAGE area larger than
 the guest, written then re-read sequentially) and the new vmstat counters
@@ -38,7 +38,7 @@ def builds(repo_matrix: Matrix) -> dict[str, Build]:
         return {name: builder.build(repo_matrix.variants[name],
                                     Progress(name))
                 for name in ("base", "readahead", "thp-stage1",
-                             "thp-stage2", "everything")}
+                             "thp-stage2", "everything", "thp-swapin")}
 
 
 def boot(matrix: Matrix, build: Build, backend: str, tmp: Path,
@@ -107,3 +107,23 @@ def test_pmem_sync_bypass_switch(bypass: str, builds: dict[str, Build],
     else:
         assert vm["swap_sync_bypass"] == 0
         assert vm["swap_ra_vma_rfc_pages"] > 0
+
+
+@pytest.mark.parametrize("mode", ["madvise", "never"])
+def test_thp_swapin_brings_whole_thps_back(mode: str,
+                                           builds: dict[str, Build],
+                                           repo_matrix: Matrix,
+                                           tmp_path: Path) -> None:
+    """thp-swapin: a THP written whole comes back in one fault and one
+    2 MiB read (pswpin counts its 512 pages); `never` is the 4 KiB path."""
+    vm = boot(repo_matrix, builds["thp-swapin"], "nvme", tmp_path,
+              {"kernel/mm/swap/thp_swapin": mode})
+    assert vm["thp_swpout"] > 0
+    if mode == "never":
+        assert vm["thp_swpin"] == 0 and vm["thp_swpin_fallback"] == 0
+        assert vm["pgmajfault"] > 0
+    else:
+        assert vm["thp_swpin"] > 0, dict(vm)
+        # Most of what went out whole came back whole.
+        assert vm["thp_swpin"] * 2 > vm["thp_swpout"], dict(vm)
+        assert vm["pswpin"] >= 512 * vm["thp_swpin"]

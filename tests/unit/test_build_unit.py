@@ -2,17 +2,21 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from lab.build import (Build, input_digest, last_errors, load_build,
-                       read_bzimage_release)
+from lab import build as build_mod
+from lab import debian, tree
+from lab.build import (Build, Builder, input_digest, last_errors,
+                       load_build, read_bzimage_release)
 from lab.cache import atomic_write, locked
 from lab.errors import LabError
 from lab.matrix import load_matrix
+from lab.progress import Progress
 from tests.unit.test_matrix import make_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,3 +97,93 @@ def test_second_lab_process_refuses_with_message(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, "free again once the holder is done"
+
+
+class FakeMake:
+    """Stands in for the tree, the patches and make: 'compiles' a bzImage
+    whose release ends in the LOCALVERSION it is given."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.makes = 0
+        pristine = tree.Pristine("linux-source-6.1", "6.1.0-1",
+                                 Path("/nonexistent"), "c0ffee")
+        monkeypatch.setattr(debian, "installed_version", lambda p: "6.1.0-1")
+        monkeypatch.setattr(Builder, "pristine", lambda self, p: pristine)
+        monkeypatch.setattr(tree, "apply_series", lambda p, patches: "c0ffee")
+        monkeypatch.setattr(tree, "checkout",
+                            lambda p, c, path: path.mkdir(parents=True,
+                                                          exist_ok=True))
+        monkeypatch.setattr(Builder, "_configure",
+                            lambda self, v, work, objdir, out: (
+                                objdir.mkdir(exist_ok=True),
+                                b"CONFIG_SWAP=y\n")[1])
+        monkeypatch.setattr(Builder, "_make", self.make)
+
+    def make(self, work, objdir, out, progress, log, name, *args) -> None:
+        self.makes += 1
+        local = next(a for a in args if a.startswith("LOCALVERSION="))
+        image = objdir / "arch/x86/boot/bzImage"
+        image.parent.mkdir(parents=True, exist_ok=True)
+        fake_bzimage(image, "6.1.0" + local.split("=", 1)[1])
+
+
+def test_half_written_build_directory_is_redone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build killed after its files were copied but before meta.json
+    (the marker, written last) is not used: the next build redoes it and
+    the directory holds only the new build's files."""
+    matrix = load_matrix(make_tree(tmp_path / "m"))
+    variant = matrix.variants["base"]
+    root = tmp_path / "cache"
+    fake = FakeMake(monkeypatch)
+    real_write = build_mod.atomic_write
+
+    def killed(path: Path, data) -> None:
+        if path.name == "meta.json":
+            raise KeyboardInterrupt        # the run dies right here
+        real_write(path, data)
+    monkeypatch.setattr(build_mod, "atomic_write", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Builder(matrix, root).build(variant, Progress("base"))
+    [half] = (root / "builds").iterdir()
+    assert (half / "bzImage").is_file() and not (half / "meta.json").exists()
+    (half / "leftover").write_text("from the killed run")
+    monkeypatch.setattr(build_mod, "atomic_write", real_write)
+    builder = Builder(matrix, root)
+    assert builder.up_to_date(variant) is None, "never used half-written"
+    build = builder.build(variant, Progress("base"))
+    assert fake.makes == 2 and Path(build.directory) == half
+    assert sorted(p.name for p in half.iterdir()) == [
+        "build.log", "bzImage", "config", "meta.json"]
+    assert builder.up_to_date(variant) == build
+    # Its marker damaged (or the image gone), the build is redone again.
+    (half / "meta.json").write_text('{"variant": "ba')
+    assert builder.up_to_date(variant) is None
+    assert builder.build(variant, Progress("base")) == build
+    assert fake.makes == 3
+    (half / "bzImage").unlink()
+    assert builder.up_to_date(variant) is None
+    # A state file cut short is no state at all.
+    builder.build(variant, Progress("base"))
+    builder.state_file("base").write_text('{"input": "')
+    assert builder.up_to_date(variant) is None
+
+
+def test_second_lab_process_waits_with_message(tmp_path: Path) -> None:
+    code = ("import sys; from pathlib import Path; "
+            "from lab.cache import locked\n"
+            "with locked(Path(sys.argv[1])):\n"
+            "    print('got it', flush=True)\n")
+    with locked(tmp_path):
+        waiter = subprocess.Popen([sys.executable, "-c", code,
+                                   str(tmp_path)], cwd=ROOT, text=True,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        line = waiter.stderr.readline()
+        assert line.startswith(f"waiting for the cache lock {tmp_path}/lock "
+                               f"held by pid {os.getpid()} since ")
+        assert waiter.poll() is None, "it waits while the lock is held"
+    out, _ = waiter.communicate(timeout=30)
+    assert waiter.returncode == 0 and out == "got it\n"
+    assert (tmp_path / "lock").read_text().startswith(
+        f"pid {waiter.pid} since ")

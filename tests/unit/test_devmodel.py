@@ -298,3 +298,17 @@ def test_params_from_matrix():
     with pytest.raises(LabError):
         devices.scale_for(Backend("n", "nvme", {"model": "ssd",
                                                 "dilation": "auto"}), None)
+
+
+def test_ready_as_soon_as_prepared(tmp_path: Path) -> None:
+    """prepare() returns once nbdkit accepts connections (its pid file),
+    not when the socket file appears (at bind(), before listen(): QEMU
+    connecting then was refused now and then, a boot failure)."""
+    backend = Backend("n", "nvme", {"model": "ssd"})
+    for _ in range(30):
+        src = serve(tmp_path, backend, size_mib=16)
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(str(src.socket))
+        finally:
+            src.close()

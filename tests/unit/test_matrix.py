@@ -242,3 +242,48 @@ def test_repository_matrix_is_valid() -> None:
                                                     "pmem"}
     assert "linux-source-6.12" in {m.variants[v].tree
                                    for v in m.matrices["full"].variants}
+
+
+def test_repository_debug_matrix_stays_out_of_research_runs() -> None:
+    """The debug kernel (lockdep, KASAN ...) is for correctness, not
+    timing: only the debug sub-matrix runs it, on the `everything` tree
+    and series with the debug fragment on top."""
+    root = Path(__file__).resolve().parents[2]
+    m = load_matrix(root / "matrix.yaml")
+    debug, everything = m.variants["everything-debug"], \
+        m.variants["everything"]
+    assert (debug.tree, debug.series) == (everything.tree, everything.series)
+    assert debug.fragments == everything.fragments + ("debug",)
+    assert m.matrices["debug"].variants == ("everything-debug",)
+    assert {c.workload for c in m.cells("debug")} == {"seq", "thp-swpout"}
+    for name, sub in m.matrices.items():
+        if name != "debug":
+            assert "everything-debug" not in sub.variants, name
+
+
+def test_variant_timeout_scale(tmp_path: Path) -> None:
+    """A slow (debug) kernel stretches its cells' timeouts, nothing else."""
+    from lab import runner
+    from lab.build import Build
+    slow = GOOD.replace("    sysctl: {vm.page-cluster: 3}\n",
+                        "    sysctl: {vm.page-cluster: 3}\n"
+                        "    timeout_scale: 2.5\n", 1)
+    m = load_matrix(make_tree(tmp_path / "ok", slow))
+    assert m.variants["base"].timeout_scale == 2.5
+    assert m.variants["readahead"].timeout_scale == 1.0
+    build = Build("base", "k", "r", "linux-source-6.1", "", "", [], "", "",
+                  0.0, str(tmp_path))
+    base = runner.cell_spec(m, Cell(1, "base", "nvme", "thp"), build,
+                            tmp_path / "c1")
+    other = runner.cell_spec(m, Cell(1, "readahead", "nvme", "thp"), build,
+                             tmp_path / "c2")
+    assert (base.timeout_s, base.boot_allowance_s) == (300, 150)
+    assert (other.timeout_s, other.boot_allowance_s) == \
+        (120, runner.BOOT_ALLOWANCE_S)
+    for value in ("0.5", "0", "fast", "101"):
+        text = slow.replace("timeout_scale: 2.5", f"timeout_scale: {value}")
+        path = make_tree(tmp_path / f"bad-{value}", text)
+        with pytest.raises(MatrixError) as info:
+            load_matrix(path)
+        assert info.value.keypath == "variants.base.timeout_scale"
+        assert info.value.line == line_of(text, "timeout_scale")

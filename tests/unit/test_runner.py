@@ -1,6 +1,8 @@
-"""Runner verdicts, snapshot parsing and the acceleration choice, on a real
-guest result (tests/data/guest-nvme.frame, recorded from a TCG boot of the
-lab kernel swapping on NVMe with do_swap_page tracing)."""
+"""Runner verdicts, snapshot parsing and the acceleration choice, on real
+guest results: tests/data/guest-nvme.frame and guest-nvme-ovmf.frame, each
+recorded from a TCG boot of the lab's `base` kernel swapping on NVMe
+(swaplab-memtest --frac-mem 1.2) with do_swap_page tracing, the first
+under SeaBIOS, the second under OVMF (UEFI)."""
 from __future__ import annotations
 
 import copy
@@ -16,7 +18,9 @@ from lab.matrix import Backend, Guest
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REAL = DATA / "guest-nvme.frame"
+REAL_OVMF = DATA / "guest-nvme-ovmf.frame"
 GUEST = Guest(256, 2, 512, "seabios", "")
+GUEST_OVMF = Guest(256, 2, 512, "ovmf", "")
 NVME = Backend("nvme", "nvme", {"mdts": 9})
 PANIC_CONSOLE = """Run /init as init process
 swaplab-agent: start uptime=3.1
@@ -32,6 +36,11 @@ def real() -> dict:
     return frame.parse(REAL.read_bytes())
 
 
+@pytest.fixture(scope="module")
+def real_ovmf() -> dict:
+    return frame.parse(REAL_OVMF.read_bytes())
+
+
 def spec(tmp_path: Path, payload: dict | None = None, **kw) -> runner.CellSpec:
     release = (payload or {}).get("kernel", {}).get("release", "6.1.192")
     build = Build("dev", "000000000000", release, "linux-source-6.1", "",
@@ -39,7 +48,8 @@ def spec(tmp_path: Path, payload: dict | None = None, **kw) -> runner.CellSpec:
     kw.setdefault("expect_suffix", release)
     cell = (payload or {}).get("cell", "c1")
     argv = kw.pop("argv", ["swaplab-memtest"])
-    return runner.CellSpec(cell, build, NVME, GUEST, argv, tmp_path, **kw)
+    guest = kw.pop("guest", GUEST)
+    return runner.CellSpec(cell, build, NVME, guest, argv, tmp_path, **kw)
 
 
 def verdict(tmp_path, payload=None, console="", timed_out=False, rc=0,
@@ -67,7 +77,65 @@ def test_real_frame_is_ok(tmp_path, real):
     assert res["before"]["meminfo_kb"]["MemTotal"] > 0
     assert res["trace"]["count"] > 0
     assert res["accel"]["name"] == "tcg"
+    assert res["firmware"] == {"efi": False, "efi_platform_size": None,
+                               "requested": "seabios"}
     json.dumps(res)
+
+
+def test_real_ovmf_frame_is_ok(tmp_path, real_ovmf):
+    setup = backends.prepare(NVME, GUEST_OVMF, tmp_path)
+    reason, detail, payload = verdict(tmp_path, real_ovmf, setup=setup,
+                                      guest=GUEST_OVMF)
+    assert (reason, detail) == (None, "")
+    res = runner.build_result(spec(tmp_path, real_ovmf, guest=GUEST_OVMF),
+                              setup, accel.tcg("test"), None, "", payload,
+                              "", {}, ["qemu"])
+    assert res["outcome"] == "ok"
+    assert res["guest"]["firmware"] == "ovmf"
+    assert res["firmware"] == {"efi": True, "efi_platform_size": "64",
+                               "requested": "ovmf"}
+    assert res["delta"]["vmstat"]["pswpin"] > 0
+    assert "efi: EFI v2.70 by EDK II" in payload["kernel_log"]["text"]
+
+
+@pytest.mark.parametrize("frame_name,requested,saw", [
+    ("guest-nvme.frame", "ovmf", "absent (not a UEFI boot)"),
+    ("guest-nvme-ovmf.frame", "seabios", "present (a UEFI boot)"),
+])
+def test_wrong_firmware(tmp_path, frame_name, requested, saw):
+    payload = frame.parse((DATA / frame_name).read_bytes())
+    guest = Guest(256, 2, 512, requested, "")
+    r, detail, _ = verdict(tmp_path, payload, guest=guest)
+    assert r == "wrong-firmware"
+    assert detail == (f"firmware {requested} requested, but the guest saw "
+                      f"/sys/firmware/efi {saw}")
+    res = runner.build_result(spec(tmp_path, payload, guest=guest), None,
+                              None, r, detail, payload, "", {}, [])
+    assert res["outcome"] == "failed" and res["reason"] == "wrong-firmware"
+    assert res["firmware"]["requested"] == requested
+    assert res["firmware"]["efi"] is (requested == "seabios")
+
+
+@pytest.mark.parametrize("facts", [None, {}, {"efi": None}, {"efi": "1"}])
+def test_firmware_unreported_is_wrong_firmware(tmp_path, real, facts):
+    """A guest that does not say (an agent before version 2, no sysfs)
+    has not proven its firmware."""
+    p = copy.deepcopy(real)
+    if facts is None:
+        del p["firmware"]
+    else:
+        p["firmware"] = facts
+    r, detail, _ = verdict(tmp_path, p)
+    assert r == "wrong-firmware"
+    assert "did not report whether /sys/firmware/efi exists" in detail
+
+
+def test_firmware_checked_after_identity_and_agent(tmp_path, real_ovmf):
+    r, _, _ = verdict(tmp_path, real_ovmf, expect_suffix="-base-0123abcd")
+    assert r == "wrong-kernel"
+    p = dict(real_ovmf, status="error", errors=[
+        {"step": "mount", "error": "sysfs on /sys: No such device"}])
+    assert verdict(tmp_path, p)[0] == "agent-error"
 
 
 def test_wrong_kernel(tmp_path, real):
@@ -267,3 +335,61 @@ def test_images_removed_after_cell(tmp_path):
     assert len(list(d.iterdir())) == 4
     runner.finally_remove_images(d, keep=False)
     assert list(d.iterdir()) == []
+
+
+# The boot banners of the debug kernel (everything-debug: KASAN, lockdep,
+# PROVE_RCU, DEBUG_VM) and frames of lockdep's and KASAN's own functions
+# in a call trace, verbatim from its guest logs: none is a complaint.
+DEBUG_BOOT = """\
+Linux version 6.1.192-everything-debug-9979bbc8d6c6 (swaplab@swaplab) (gcc (Debian 12.2.0-14+deb12u1) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP 2017-03-22
+kasan: KernelAddressSanitizer initialized
+Running RCU self tests
+rcu: Hierarchical RCU implementation.
+rcu: \tRCU lockdep checking is enabled.
+Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
+... MAX_LOCKDEP_SUBCLASSES:  8
+... MAX_LOCKDEP_KEYS:        8192
+... MAX_LOCKDEP_ENTRIES:     32768
+... MAX_LOCKDEP_CHAINS:      65536
+ memory used by lock dependency info: 6493 kB
+hrtimer: interrupt took 47921700 ns
+ ? lockdep_hardirqs_on_prepare+0x1ce/0x1ed
+ kasan_save_stack+0x2e/0x4c
+ ? print_usage_bug+0x26f/0x26f
+Adding 524284k swap on /dev/nvme0n1.  Priority:-2 extents:1 across:524284k SS
+"""
+
+
+def test_debug_kernel_banners_are_no_complaints():
+    assert runner.log_flags(DEBUG_BOOT) == {}
+
+
+# First lines of the reports the debug build exists to catch, in 6.1's
+# formats (kernel/locking/lockdep.c, mm/kasan/report.c, lib/bug.c,
+# kernel/sched/core.c, lib/list_debug.c, kernel/rcu/tree_stall.h).
+@pytest.mark.parametrize("line,flags", [
+    ("WARNING: possible circular locking dependency detected",
+     {"warn", "lockdep"}),
+    ("WARNING: possible recursive locking detected", {"warn", "lockdep"}),
+    ("WARNING: inconsistent lock state", {"warn", "lockdep"}),
+    ("WARNING: bad unlock balance detected!", {"warn"}),
+    ("INFO: lockdep is turned off.", {"lockdep"}),
+    ("turning off the locking correctness validator.", {"lockdep"}),
+    ("BUG: MAX_LOCKDEP_ENTRIES too low!", {"bug"}),
+    ("BUG: KASAN: use-after-free in swap_vma_readahead_rfc+0x3c1/0x6a0",
+     {"bug", "kasan"}),
+    ("BUG: KASAN: slab-out-of-bounds in add_to_swap+0x88/0xf0",
+     {"bug", "kasan"}),
+    ("kernel BUG at mm/swap_state.c:182!", {"bug"}),
+    ("invalid opcode: 0000 [#1] PREEMPT SMP KASAN NOPTI",
+     {"oops", "kasan"}),
+    ("BUG: sleeping function called from invalid context at "
+     "mm/memory.c:5691", {"bug"}),
+    ("BUG: Bad page state in process swapbench  pfn:0b6e0", {"bug"}),
+    ("WARNING: CPU: 1 PID: 74 at lib/list_debug.c:59 "
+     "__list_del_entry_valid+0x9a/0xf0", {"warn"}),
+    ("rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", {"lockup"}),
+])
+def test_debug_reports_are_flagged(line, flags):
+    text = DEBUG_BOOT + line + "\nCall Trace:\n <TASK>\n"
+    assert set(runner.log_flags(text)) == flags

@@ -133,7 +133,8 @@ def test_failed_write_leaves_nothing(run, matrix, monkeypatch):
     def broken(src, dst):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(os, "replace", broken)
-    with pytest.raises(LabError, match="No space left"):
+    with pytest.raises(LabError, match="base-nvme-seq-r1.json: no space "
+                       "left on device"):
         run.save(cell, "h", provenance(), ok_result(cell))
     assert sorted(p.name for p in run.root.iterdir()) == \
         ["manifest.json", "matrix.yaml"]

@@ -1,13 +1,18 @@
 """Patch series applied into a private index: good and broken patches."""
 from __future__ import annotations
 
+import hashlib
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lab import tree
 from lab.errors import LabError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -102,3 +107,128 @@ def test_missing_patch_file_in_series(tmp_path: Path) -> None:
     with pytest.raises(LabError, match=r"series:1: patch file "
                        r"0001-there.patch of series 'x' does not exist"):
         tree.series_patches(d, "x")
+
+
+def test_checkout_past_a_stale_index_lock(tmp_path: Path,
+                                          pristine: tree.Pristine) -> None:
+    """A run killed during `git checkout` leaves the worktree's index.lock:
+    the next checkout makes the worktree anew instead of failing."""
+    p1 = make_patch(tmp_path, pristine, "one", "int c;", "int c1;")
+    commit = tree.apply_series(pristine, series(tmp_path, "s", [p1]))
+    work = tmp_path / "work" / "v"
+    tree.checkout(pristine, pristine.commit, work)
+    lock = Path(git(work, "rev-parse", "--git-path", "index.lock"))
+    lock = lock if lock.is_absolute() else work / lock
+    lock.write_text("")
+    (work / "mm" / "swap_state.c").write_text("half-written\n")
+    tree.checkout(pristine, commit, work)
+    assert "int c1;" in (work / "mm" / "swap_state.c").read_text()
+    assert git(work, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_series_ref_lock_left_by_a_killed_run(tmp_path: Path,
+                                              pristine: tree.Pristine) -> None:
+    p1 = make_patch(tmp_path, pristine, "one", "int a;", "int a2;")
+    patches = series(tmp_path, "s", [p1])
+    refs = pristine.repo / ".git" / "refs" / "swaplab" / "series"
+    refs.mkdir(parents=True)
+    chain = hashlib.sha256(p1.read_bytes()).hexdigest()
+    name = hashlib.sha256(chain.encode()).hexdigest()[:24]
+    (refs / f"{name}.lock").write_text("")
+    commit = tree.apply_series(pristine, patches)
+    assert git(pristine.repo, "show", f"{commit}:mm/swap_state.c") \
+        .startswith("int a2;")
+
+
+# ------------------------------------------ a tree extracted half-way
+
+@pytest.fixture
+def tarball(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for linux-source-0.0: /usr/src/linux-source-0.0.tar.xz
+    holding one tree, 'installed' at version 0.0-1."""
+    src = tmp_path / "usr-src"
+    top = src / "linux-source-0.0"
+    (top / "mm").mkdir(parents=True)
+    (top / "Makefile").write_text("VERSION = 0\n")
+    for i in range(50):
+        (top / "mm" / f"f{i}.c").write_text(f"int f{i};\n" * 100)
+    subprocess.run(["tar", "-cJf", str(src / "linux-source-0.0.tar.xz"),
+                    "-C", str(src), "linux-source-0.0"], check=True)
+    monkeypatch.setattr(tree, "SRC_DIR", src)
+    monkeypatch.setattr(tree.debian, "ensure_installed", lambda pkgs: None)
+    monkeypatch.setattr(tree.debian, "installed_version",
+                        lambda pkg: "0.0-1")
+    return src / "linux-source-0.0.tar.xz"
+
+
+def home_of(root: Path) -> Path:
+    return root / "trees" / "linux-source-0.0" / "0.0-1"
+
+
+def test_prepare_marks_ready_last_and_reuses(tmp_path: Path,
+                                             tarball: Path) -> None:
+    root = tmp_path / "cache"
+    first = tree.prepare("linux-source-0.0", root)
+    home = home_of(root)
+    assert (home / "ready").read_text().strip() == first.commit
+    assert sorted(p.name for p in home.iterdir()) == ["pristine", "ready"]
+    (first.repo / "kept").write_text("")     # a reused tree keeps this
+    assert tree.prepare("linux-source-0.0", root) == first
+    assert (first.repo / "kept").exists()
+
+
+@pytest.mark.parametrize("damage", ["no-marker", "staging-left", "marker-"
+                                    "names-missing-commit", "empty-marker"])
+def test_half_extracted_tree_is_redone(tmp_path: Path, tarball: Path,
+                                       damage: str) -> None:
+    good = tree.prepare("linux-source-0.0", tmp_path / "good")
+    root = tmp_path / "cache"
+    home = home_of(root)
+    (home / "pristine" / "mm").mkdir(parents=True)
+    (home / "pristine" / "Makefile").write_text("VERSION = 0\n")
+    (home / "pristine" / "mm" / "f0.c").write_text("int f0")   # cut short
+    if damage == "staging-left":
+        (home / "extract.abc123" / "linux-source-0.0").mkdir(parents=True)
+    elif damage == "marker-names-missing-commit":
+        (home / "ready").write_text("0" * 40 + "\n")
+    elif damage == "empty-marker":
+        (home / "ready").write_text("")
+    again = tree.prepare("linux-source-0.0", root)
+    assert again.commit == good.commit, "the same tree, extracted anew"
+    assert sorted(p.name for p in home.iterdir()) == ["pristine", "ready"]
+    assert (again.repo / "mm" / "f0.c").read_text() == "int f0;\n" * 100
+    assert git(again.repo, "status", "--porcelain") == ""
+
+
+KILL_AT_COMMIT = """\
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from lab import tree
+tree.SRC_DIR = Path({src!r})
+tree.debian.ensure_installed = lambda pkgs: None
+tree.debian.installed_version = lambda pkg: "0.0-1"
+real = tree.git
+def git(repo, *args, **kw):
+    if args[:1] == ("commit",):            # killed mid-way, for real
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(repo, *args, **kw)
+tree.git = git
+tree.prepare("linux-source-0.0", Path({cache!r}))
+"""
+
+
+def test_tree_of_a_killed_prepare_is_redone(tmp_path: Path,
+                                            tarball: Path) -> None:
+    root = tmp_path / "cache"
+    child = subprocess.run(
+        [sys.executable, "-c", KILL_AT_COMMIT.format(
+            root=str(ROOT), src=str(tarball.parent), cache=str(root))],
+        capture_output=True, text=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    home = home_of(root)
+    assert (home / "pristine" / "Makefile").exists()
+    assert not (home / "ready").exists()
+    again = tree.prepare("linux-source-0.0", root)
+    assert (home / "ready").read_text().strip() == again.commit
+    assert git(again.repo, "rev-parse", "pristine") == again.commit

@@ -41,7 +41,7 @@
 #include "trace.h"
 #include "util.h"
 
-#define AGENT_VERSION	"1"
+#define AGENT_VERSION	"2"
 #define CONF_PATH	"/etc/swaplab/cell.conf"
 #define STDOUT_MAX	(16u << 20)
 #define STDERR_MAX	(1u << 20)
@@ -209,6 +209,30 @@ static void kernel_info(struct jw *w)
 		jw_str(w, "machine", u.machine);
 	}
 	file_str(w, "cmdline", "/proc/cmdline");
+	jw_end_obj(w);
+}
+
+/*
+ * What started the kernel: /sys/firmware/efi exists only when the kernel
+ * came up through its EFI stub (OVMF), not under SeaBIOS. Null when sysfs
+ * is not there to tell.
+ */
+static void firmware_info(struct jw *w)
+{
+	char val[64];
+
+	jw_obj(w, "firmware");
+	if (access("/sys/firmware", F_OK) < 0) {
+		jw_null(w, "efi");
+		jw_null(w, "efi_platform_size");
+	} else {
+		jw_bool(w, "efi", access("/sys/firmware/efi", F_OK) == 0);
+		if (read_line("/sys/firmware/efi/fw_platform_size", val,
+			      sizeof(val)) == 0)
+			jw_str(w, "efi_platform_size", val);
+		else
+			jw_null(w, "efi_platform_size");
+	}
 	jw_end_obj(w);
 }
 
@@ -591,6 +615,7 @@ int main(int argc, char **argv)
 	jw_str(&w, "cell", c.cell);
 	jw_bool(&w, "pid1", pid1);
 	kernel_info(&w);
+	firmware_info(&w);
 	if (pid1) {
 		apply_settings(&w, &c);
 		t_settings = uptime_s();

@@ -1,0 +1,51 @@
+"""`lab run` reports the run its own matrix session used."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from lab import cli
+from lab.errors import LabError
+
+
+class FakeSession:
+    """Stands for the pytest session: names its run, exits 1 (a cell
+    failed, still reportable)."""
+
+    def __init__(self, command, run_id):
+        self.command = command
+        self.id_file = Path(command[command.index("--run-id-file") + 1])
+        self.run_id = run_id
+
+    def wait(self):
+        if self.run_id:
+            self.id_file.write_text(self.run_id + "\n")
+        return 1
+
+
+def run_with(monkeypatch, run_id):
+    seen = {}
+    monkeypatch.setattr(cli, "_build", lambda args: 0)
+
+    def popen(command, **kw):
+        seen["session"] = FakeSession(command, run_id)
+        return seen["session"]
+    monkeypatch.setattr(cli.subprocess, "Popen", popen)
+    monkeypatch.setattr(cli, "_report", lambda a: seen.update(report=a.run))
+    args = argparse.Namespace(matrix="debug", file=Path("matrix.yaml"),
+                              pytest_args=[], cache=None)
+    return cli._run(args), seen
+
+
+def test_run_reports_its_own_run_not_the_latest(monkeypatch):
+    # Another session on the same cache may have started a later run.
+    status, seen = run_with(monkeypatch, "20261203-102031-debug")
+    assert status == 1 and seen["report"] == "20261203-102031-debug"
+    assert not seen["session"].id_file.parent.exists()
+
+
+def test_run_without_a_named_run_is_an_error(monkeypatch):
+    with pytest.raises(LabError, match="did not name its run"):
+        run_with(monkeypatch, None)
