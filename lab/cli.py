@@ -74,8 +74,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="time do_swap_page with function_graph")
     boot.add_argument("--timeout", type=int, default=600,
                       help="seconds before the guest is killed")
-    boot.add_argument("command", nargs=argparse.REMAINDER,
-                      help="-- CMD...: run in the guest (busybox sh)")
+    # Not dest "command": that is the subcommand's name. The words after
+    # `--` are added by parse().
+    boot.add_argument("guest_command", nargs="*", metavar="CMD",
+                      help="after --: run in the guest (busybox sh)")
 
     cmp = sub.add_parser("compare", help="lkp-style table: variants "
                          "against BASE in one run")
@@ -212,8 +214,8 @@ def _boot(args: argparse.Namespace) -> int:
     if args.backend not in matrix.backends:
         raise LabError(f"unknown backend '{args.backend}'; {matrix.file} "
                        f"has: {', '.join(matrix.backends)}")
-    command = args.command[1:] if args.command[:1] == ["--"] \
-        else args.command
+    command = args.guest_command[1:] if args.guest_command[:1] == ["--"] \
+        else args.guest_command
     if not command:
         raise LabError("lab boot: give the guest command after '--'")
     root = cache_root(args.cache)
@@ -256,8 +258,22 @@ COMMANDS = {"validate": lambda a: _validate(a.files), "build": _build,
             "report": _report, "slides": _slides}
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line; `lab boot VARIANT --backend B -- CMD...` takes
+    everything after the first `--` as the guest command, options and
+    all, while options may still follow the variant."""
+    parser = _parser()
+    if "--" in argv and "boot" in argv[:argv.index("--")]:
+        cut = argv.index("--")
+        head = parser.parse_args(argv[:cut])
+        if head.command == "boot":
+            head.guest_command = head.guest_command + argv[cut + 1:]
+            return head
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parse(sys.argv[1:] if argv is None else list(argv))
     # Store warnings (a corrupt result file, say) read as one line each.
     warnings.showwarning = _warn
     # SIGTERM and SIGHUP unwind like Ctrl-C, so guests are stopped.

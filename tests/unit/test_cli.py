@@ -49,3 +49,37 @@ def test_run_reports_its_own_run_not_the_latest(monkeypatch):
 def test_run_without_a_named_run_is_an_error(monkeypatch):
     with pytest.raises(LabError, match="did not name its run"):
         run_with(monkeypatch, None)
+
+
+@pytest.mark.parametrize("argv", [
+    ["boot", "base", "--backend", "nvme", "--", "cat", "/proc/swaps"],
+    ["boot", "--backend", "nvme", "base", "--", "cat", "/proc/swaps"],
+    ["boot", "--backend", "nvme", "base", "cat", "/proc/swaps"],
+])
+def test_boot_command_line(argv):
+    """The README's `lab boot base --backend nvme -- cat /proc/swaps`:
+    the subcommand stays "boot", the options after the variant count."""
+    args = cli.parse(argv)
+    assert (args.command, args.variant, args.backend) == \
+        ("boot", "base", "nvme")
+    assert args.guest_command == ["cat", "/proc/swaps"]
+
+
+def test_other_commands_parse_as_before():
+    args = cli.parse(["run", "--matrix", "debug", "--pytest=-k",
+                      "--pytest=nvme"])
+    assert (args.command, args.matrix, args.pytest_args) == \
+        ("run", "debug", ["-k", "nvme"])
+
+
+def test_boot_guest_command_keeps_its_options():
+    args = cli.parse(["boot", "base", "--backend", "nvme", "--timeout",
+                      "60", "--", "ls", "-l", "--", "/"])
+    assert args.timeout == 60
+    assert args.guest_command == ["ls", "-l", "--", "/"]
+
+
+def test_double_dash_elsewhere_is_argparse_s():
+    args = cli.parse(["compare", "--", "base", "readahead"])
+    assert (args.command, args.base, args.others) == \
+        ("compare", "base", ["readahead"])
