@@ -108,8 +108,7 @@ def probe(kernel: Path, initrd: Path, qemu: str = QEMU,
                        f"{timeout_s:.0f} s (nested/paravirtual KVM?)")
     except BaseException:
         # Ctrl-C or SIGTERM: QEMU has its own session, stop it here.
-        proc.kill()
-        proc.wait()
+        procs.kill_group(proc)
         raise
     took = time.monotonic() - start
     if PROBE_MARK in out:

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lab import debian, kconfig, tree
+from lab import debian, kconfig, procs, tree
 from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.matrix import Matrix, Variant
@@ -267,12 +267,7 @@ class Builder:
             # Ctrl-C, SIGTERM (lab.procs.Terminated), a full disk: make
             # passes SIGTERM on to its compilers and deletes half-written
             # targets; Kbuild redoes any object without its .cmd file.
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            procs.stop(proc, 30)
             raise
         if proc.wait() != 0:
             out.flush()

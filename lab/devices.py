@@ -27,7 +27,6 @@ reaps it and removes its socket directory.
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -230,13 +229,7 @@ class ModelSource:
         """Stop nbdkit (reaped) and remove the socket directory."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            procs.stop(proc, 5)
         if self.sockdir is not None:
             shutil.rmtree(self.sockdir, ignore_errors=True)
             self.sockdir = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import threading
 from pathlib import Path
 from types import FrameType
@@ -68,3 +69,30 @@ def die_with_parent(argv: list[str]) -> list[str]:
 def signal_of(exc: BaseException) -> int:
     """The signal behind a KeyboardInterrupt (SIGINT for Ctrl-C)."""
     return getattr(exc, "signum", signal.SIGINT)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a child started in a session of its own (QEMU) with its
+    whole process group, and reap it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def stop(proc: subprocess.Popen, timeout_s: float) -> None:
+    """SIGTERM a child that cleans up after itself (make, nbdkit), SIGKILL
+    it if it is not gone within timeout_s, and reap it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    proc.wait()

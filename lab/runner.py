@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
 import signal
 import subprocess
@@ -242,20 +241,6 @@ class Console(threading.Thread):
             if out is not None:
                 with contextlib.suppress(OSError):
                     out.close()
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill QEMU (its own process group) and reap it."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 # ---------------------------------------------------------------- parsing
@@ -611,7 +596,7 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:
-                _kill(proc)
+                procs.kill_group(proc)
             reader.join(timeout=30)
             if reader.error is not None:
                 raise write_error(console_log, reader.error)
@@ -636,7 +621,7 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
                     strip_klog(klog))
     except Exception as exc:       # noqa: BLE001 - a cell never stops a run
         if proc is not None:
-            _kill(proc)
+            procs.kill_group(proc)
         reason = "boot-failure" if isinstance(exc, qemu.CannotBoot) \
             else "lab-error"
         detail = f"{type(exc).__name__}: {exc}"
@@ -650,7 +635,7 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
         # device model go, nothing is recorded, and the run resumes with
         # this cell.
         if proc is not None:
-            _kill(proc)
+            procs.kill_group(proc)
         model.close()
         finally_remove_images(cache / "images" / spec.cell_id,
                               spec.keep_images)

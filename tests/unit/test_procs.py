@@ -87,3 +87,37 @@ def test_child_in_its_own_session_dies_with_a_killed_lab() -> None:
         subprocess.run(["kill", "-9", str(pid)])
     assert not leftover, "the child outlived its SIGKILLed parent"
     assert procs.pids_matching(b"sleep\0", mark.encode()) == []
+
+
+def test_stop_kills_a_child_that_ignores_sigterm() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal("
+         "signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
+         "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    started = time.monotonic()
+    procs.stop(child, 0.5)
+    assert child.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 10
+
+
+def test_kill_group_takes_the_whole_session() -> None:
+    child = subprocess.Popen(
+        ["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE,
+        text=True, start_new_session=True)
+    assert child.stdout is not None
+    grandchild = int(child.stdout.readline())
+    procs.kill_group(child)
+    assert child.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 5
+    while not dead(grandchild):
+        assert time.monotonic() < deadline, "sleep outlived its session"
+        time.sleep(0.05)
+
+
+def dead(pid: int) -> bool:
+    """Gone, or a zombie waiting for init to reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except FileNotFoundError:
+        return True
