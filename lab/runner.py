@@ -620,8 +620,6 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
                 (spec.out_dir / "guest-dmesg.txt").write_text(
                     strip_klog(klog))
     except Exception as exc:       # noqa: BLE001 - a cell never stops a run
-        if proc is not None:
-            procs.kill_group(proc)
         reason = "boot-failure" if isinstance(exc, qemu.CannotBoot) \
             else "lab-error"
         detail = f"{type(exc).__name__}: {exc}"
@@ -630,19 +628,16 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
                 traceback.format_exc())
         result = build_result(spec, setup, acc, reason, detail, None, "",
                               timing, argv)
-    except BaseException:
-        # Ctrl-C, or SIGTERM through lab.procs.Terminated: QEMU and the
-        # device model go, nothing is recorded, and the run resumes with
-        # this cell.
+    finally:
+        # QEMU, then its device model, then the images, however the cell
+        # ended: on Ctrl-C (or SIGTERM through lab.procs.Terminated)
+        # nothing is recorded and the run resumes with this cell.
         if proc is not None:
             procs.kill_group(proc)
         model.close()
         finally_remove_images(cache / "images" / spec.cell_id,
                               spec.keep_images)
-        raise
-    model.close()
     result["dilation"] = dilated
-    finally_remove_images(cache / "images" / spec.cell_id, spec.keep_images)
     atomic_write(spec.out_dir / "result.json",
                  json.dumps(result, indent=1, sort_keys=False) + "\n")
     return CellResult(spec.cell_id, result["outcome"], result["reason"],
