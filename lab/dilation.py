@@ -136,7 +136,6 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
     host_before = host_measure(trials)
     acc = acc or runner.choose_accel(build, cache)
     per_boot: list[dict[str, Any]] = []
-    host: dict[str, Any] = host_before
     while len(per_boot) < max_boots:
         i = len(per_boot)
         out = cache / "dilation" / "boots" / \
@@ -152,22 +151,22 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
             raise LabError(f"dilation boot failed: {res.reason}: "
                            f"{res.detail} (log {res.console_log})")
         per_boot.append(g)
-        if settled([factor(host, g) for g in per_boot], boots, tolerance):
+        if settled([factor(host_before, g) for g in per_boot], boots,
+                   tolerance):
             break
     host_after = host_measure(trials)
     host = {k: min(host_before[k], host_after[k]) for k in FIELDS}
     factors = [factor(host, g) for g in per_boot]
-    kept = settled(factors, boots, tolerance)
-    used = kept or sorted(factors)[:boots]
-    kept_boots = [g for g in per_boot if factor(host, g) in used]
+    lowest = sorted(range(len(factors)), key=factors.__getitem__)[:boots]
+    used = [factors[i] for i in lowest]
     med = statistics.median(used)
     return {"factor": round(med, 4),
             "factors": [round(f, 4) for f in factors],
             "spread": round(spread(used), 4),
-            "settled": kept is not None, "tolerance": tolerance,
-            "ratios": ratios(host, {k: statistics.median(g[k] for g in
-                                                         kept_boots)
-                                    for k in FIELDS}),
+            "settled": settled(factors, boots, tolerance) is not None,
+            "tolerance": tolerance,
+            "ratios": ratios(host, {k: statistics.median(
+                per_boot[i][k] for i in lowest) for k in FIELDS}),
             "host": host, "host_drift": round(
                 host_after[KEY] / host_before[KEY] - 1, 4),
             "guest": per_boot, "accel": getattr(acc, "name", str(acc)),
