@@ -136,7 +136,20 @@ def _join(path: str, key: str) -> str:
 def load(text: str, file: str) -> Node:
     """Parse YAML text; syntax errors become MatrixError with a line."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _compose(text, file)
+        if root is None:
+            raise MatrixError(file, 1, "", "the file is empty; expected a "
+                              "mapping with a 'variants' key and others")
+        return _Builder(file).build(root, "")
+    except RecursionError:
+        # PyYAML's composer and the builder both recurse per level.
+        raise MatrixError(file, 1, "", "YAML error: nested too deeply "
+                          "to read") from None
+
+
+def _compose(text: str, file: str) -> yaml.Node | None:
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -151,17 +164,6 @@ def load(text: str, file: str) -> Node:
                           f"{char!r} is not allowed in YAML")
     except yaml.YAMLError as exc:
         raise MatrixError(file, 1, "", f"YAML error: {exc}")
-    except RecursionError:
-        raise MatrixError(file, 1, "", "YAML error: nested too deeply "
-                          "to read") from None
-    if root is None:
-        raise MatrixError(file, 1, "", "the file is empty; expected a "
-                          "mapping with a 'variants' key and others")
-    try:
-        return _Builder(file).build(root, "")
-    except RecursionError:
-        raise MatrixError(file, 1, "", "nested too deeply to read") \
-            from None
 
 
 def plain(node: Node) -> Any:
