@@ -9,11 +9,13 @@ the figures, the recommendation and the slides read a run from.
                           95 % CI error bars, A/A noise band
     latency-<workload>    p50..p99.9 swap-in latency curves, log scale
     swapout               swap-out throughput per variant and backend
-    heatmap               variants x (workload, backend), colour = change
+    heatmap               variants x backends, colour = change, a panel
+                          per workload on its own colour scale
 """
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,7 +23,7 @@ from typing import Any, Sequence
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
-from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm, to_rgb  # noqa: E402
 
 from lab.metrics import HIGHER, LATENCY_FIELDS, LOWER, Samples, gather  # noqa: E402,E501
 from lab.stats import CONFIDENCE, Row, analyze  # noqa: E402
@@ -35,6 +37,10 @@ PERCENTILES = tuple(f for f in LATENCY_FIELDS if f.startswith("p"))
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
            "#D55E00", "#F0E442", "#000000")     # Okabe-Ito: colour-blind safe
 DPI = 110
+TITLE_PT, TITLE_EM = 12, 0.68   # figure titles: size, bold character width
+LABEL_PT = 7                # bar labels of the swap-out figure
+DARK = "#222222"            # text on white or on a light bar
+SCALE_PERCENTILE = 90       # a heat-map panel's colours saturate beyond it
 
 
 @dataclass
@@ -190,17 +196,31 @@ def finding(row: Row, baseline: str) -> str:
 
 def headline(rows: Sequence[Row], baseline: str) -> str:
     """The title of a figure over `rows`: its biggest significant
-    improvement (and worst regression), or that nothing is significant."""
+    improvement (and worst regression), that nothing is significant, or
+    that nothing could be judged (fewer than 3 repeats)."""
     judged = [(gain(r)[0], r) for r in rows if r.change and
               r.change.significant and gain(r)]
-    if not judged:
-        return f"No variant differs significantly from {baseline}"
-    best = max(judged, key=lambda t: t[0])
-    out = finding(best[1], baseline)
-    worst = min(judged, key=lambda t: t[0])
-    if worst[0] < 0 and worst[1] is not best[1]:
-        out += f"; {finding(worst[1], baseline)}"
-    return out
+    if judged:
+        best = max(judged, key=lambda t: t[0])
+        out = finding(best[1], baseline)
+        worst = min(judged, key=lambda t: t[0])
+        if worst[0] < 0 and worst[1] is not best[1]:
+            out += f"; {finding(worst[1], baseline)}"
+        return out
+    changes = [r for r in rows if r.change and r.change.pct is not None]
+    few = [r for r in changes if r.change.verdict == "n<3"]
+    if not changes or len(few) < len(changes):
+        return (f"No variant differs significantly from {baseline}"
+                + (f" ({len(few)} of {len(changes)} comparisons not judged:"
+                   " fewer than 3 repeats)" if few else ""))
+    repeats = ("1 repeat" if all(r.summary.n == 1 for r in few)
+               else "fewer than 3 repeats")
+    # Not a verdict: the largest change is what a reader looks for first,
+    # so the title names it and says it is unjudged.
+    big = max(few, key=lambda r: abs(r.change.pct))
+    return (f"{repeats}, nothing judged against {baseline}; largest change "
+            f"seen: {big.variant} {what(big)} on {big.backend} "
+            f"{pct_text(big.change.pct)} (unjudged)")
 
 
 # ------------------------------------------------------------- drawing
@@ -215,7 +235,12 @@ class Figure:
 
 def _finish(fig: plt.Figure, res: Results, title: str, name: str,
             dest: Path, note: str = "") -> Figure:
-    fig.suptitle(title, fontsize=12, fontweight="bold", wrap=True)
+    # Wrapped here: matplotlib's wrap=True breaks lines only when drawing,
+    # after tight_layout has left room for one line, so a long finding ran
+    # into the axes. A bold character is about TITLE_EM of the font size.
+    per_line = int(fig.get_figwidth() * 72 / (TITLE_EM * TITLE_PT))
+    fig.suptitle(textwrap.fill(title, per_line), fontsize=TITLE_PT,
+                 fontweight="bold")
     fig.text(0.005, 0.005, "\n".join(filter(None, [note,
                                                    res.provenance()])),
              fontsize=6, color="#555555", ha="left", va="bottom", wrap=True)
@@ -232,6 +257,8 @@ def _finish(fig: plt.Figure, res: Results, title: str, name: str,
 
 
 def _colours(variants: Sequence[str]) -> dict[str, str]:
+    """Pass the run's full variant list (res.source.variants), never the
+    subset a figure shows: a variant keeps its colour in every figure."""
     return {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(variants)}
 
 
@@ -243,7 +270,7 @@ def change_figure(res: Results, workload: str, dest: Path) -> Figure | None:
     if not metrics or not res.others():
         return None
     others, backends = res.others(), res.source.backends
-    colours = _colours(others)
+    colours = _colours(res.source.variants)
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics),
                                                        4.4), squeeze=False)
     shown: list[Row] = []
@@ -341,6 +368,41 @@ def swapout_workload(res: Results) -> str | None:
                  if res.kind(w) == "fill"), None)
 
 
+def write_size(res: Results, workload: str, backend: str,
+               variant: str) -> str:
+    """The average write size the swap device counted, or why there is
+    none (a DAX pmem device counts no block writes)."""
+    io = res.row(workload, backend, "diskstats.kib_per_write", variant)
+    if io:
+        return f"{io.summary.mean:.0f} KiB/write"
+    if res.row(workload, backend, "diskstats.writes", variant):
+        return "n/a: 0 block writes"
+    return "n/a: no diskstats"
+
+
+def _bar_label(ax: plt.Axes, x: float, height: float, top: float,
+               text: str, colour: str) -> None:
+    """`text` up the bar: inside it when it fits (white on a dark bar,
+    dark on a light one), else dark above it and its repeat dots
+    (`top`)."""
+    lo, hi = ax.get_ylim()
+    # The axes' height once _finish has laid the figure out under a
+    # two-line title: about 0.55 of the figure's.
+    axis_pt = 0.55 * ax.get_figure().get_figheight() * 72
+    bar_pt = height / (hi - lo) * axis_pt
+    # Rotated text: its length in points, roughly 0.6 em a character.
+    if bar_pt >= LABEL_PT * (0.6 * len(text) + 1):
+        r, g, b = to_rgb(colour)
+        light = 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.6
+        ax.annotate(text, (x, 0), ha="center", va="bottom", rotation=90,
+                    fontsize=LABEL_PT, color=DARK if light else "white",
+                    xytext=(0, 4), textcoords="offset points")
+    else:
+        ax.annotate(text, (x, top), ha="center", va="bottom", rotation=90,
+                    fontsize=LABEL_PT, color=DARK, xytext=(0, 3),
+                    textcoords="offset points")
+
+
 def swapout_figure(res: Results, dest: Path) -> Figure | None:
     """Swap-out throughput per variant and backend, each repeat a dot,
     labelled with the average write size the swap device saw."""
@@ -352,7 +414,7 @@ def swapout_figure(res: Results, dest: Path) -> Figure | None:
     colours = _colours(variants)
     fig, ax = plt.subplots(figsize=(9, 4.4))
     width = 0.8 / len(variants)
-    shown = []
+    shown, labels = [], []
     for b, be in enumerate(backends):
         for i, v in enumerate(variants):
             r = res.row(wl, be, metric, v)
@@ -363,70 +425,90 @@ def swapout_figure(res: Results, dest: Path) -> Figure | None:
             mb = r.summary.mean / 1e6
             ax.bar(x, mb, width * 0.9, color=colours[v],
                    label=v if b == 0 else None)
-            pts = res.samples.values[(wl, be, metric, v)]
-            ax.plot([x] * len(pts), [p / 1e6 for p in pts], "k.", ms=3)
-            io = res.row(wl, be, "diskstats.kib_per_write", v)
-            if io:
-                # Inside the bar, clear of the repeat dots at its top.
-                ax.annotate(f"{io.summary.mean:.0f} KiB/write", (x, 0),
-                            ha="center", va="bottom", fontsize=7,
-                            rotation=90, color="white", xytext=(0, 4),
-                            textcoords="offset points")
+            pts = [p / 1e6 for p in res.samples.values[(wl, be, metric, v)]]
+            ax.plot([x] * len(pts), pts, "k.", ms=3)
+            labels.append((x, mb, max([mb, *pts]),
+                           write_size(res, wl, be, v), colours[v]))
     ax.set_xticks(range(len(backends)), backends)
     ax.set_xlabel("swap backend")
-    ax.set_ylabel("swap-out throughput, MB/s (bars: mean; dots: repeats)")
+    ax.set_ylabel("swap-out throughput, MB/s")
     ax.margins(y=0.1)
+    # After the limits are final: whether a label fits its bar depends
+    # on them.
+    for label in labels:
+        _bar_label(ax, *label)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     title = f"{wl}: " + res.headline([r for r in shown if r.change])
-    return _finish(fig, res, title, "swapout", dest)
+    note = ("bars: mean; dots: repeats; labels: average write size the "
+            "swap device counted (/proc/diskstats)")
+    return _finish(fig, res, title, "swapout", dest, note)
+
+
+def colour_scale(changes: Sequence[float]) -> tuple[float, bool]:
+    """A heat-map panel's colour scale, ±this %, and whether some cells
+    lie beyond it: the SCALE_PERCENTILE-th percentile of the |changes|
+    (nearest rank), so one outlier does not wash the other cells out."""
+    mags = sorted(abs(x) for x in changes)
+    if not mags:
+        return 1.0, False
+    span = max(mags[math.ceil(len(mags) * SCALE_PERCENTILE / 100) - 1], 1.0)
+    return span, mags[-1] > span
 
 
 def heatmap_figure(res: Results, dest: Path) -> Figure | None:
     """Every non-baseline variant against every (workload, backend) on the
-    workload's throughput; colour = improvement, text = %change + mark."""
-    cols = [(w, be) for w in res.source.workloads if res.throughput(w)
-            for be in res.source.backends]
-    others = res.others()
-    if not cols or not others:
+    workload's throughput; colour = improvement, text = %change + mark.
+    One panel per workload, each on its own colour scale: a swap-out
+    workload's +400 % would leave a swap-in workload's ±20 % white."""
+    workloads = [w for w in res.source.workloads if res.throughput(w)]
+    others, backends = res.others(), res.source.backends
+    if not workloads or not others:
         return None
-    grid = [[math.nan] * len(cols) for _ in others]
-    text = [[""] * len(cols) for _ in others]
-    shown = []
-    for i, v in enumerate(others):
-        for j, (w, be) in enumerate(cols):
-            r = res.row(w, be, res.throughput(w), v)
-            if r is None or r.change is None or r.change.pct is None:
-                text[i][j] = "–"
-                continue
-            shown.append(r)
-            # Colour by improvement so "good" is one colour on every row.
-            grid[i][j] = r.change.pct if r.better != LOWER else -r.change.pct
-            mark = {"n<3": " ?"}.get(r.change.verdict,
-                                     " *" if r.change.significant else "")
-            text[i][j] = f"{r.change.pct:+.1f}%{mark}"
-    span = max([abs(x) for row in grid for x in row if not math.isnan(x)]
-               + [1.0])
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(cols) + 2),
-                                    1.0 + 0.55 * len(others) + 1.2))
-    im = ax.imshow(grid, cmap="RdBu", norm=TwoSlopeNorm(0, -span, span),
-                   aspect="auto")
-    for i in range(len(others)):
-        for j in range(len(cols)):
-            ax.text(j, i, text[i][j], ha="center", va="center", fontsize=8,
-                    fontweight="bold" if text[i][j].endswith("*")
-                    else "normal")
-    ax.set_xticks(range(len(cols)), [f"{w}\n{be}" for w, be in cols],
-                  fontsize=8)
-    ax.set_yticks(range(len(others)), others, fontsize=8)
-    ax.set_xlabel("workload / swap backend")
-    ax.set_ylabel("variant")
-    bar = fig.colorbar(im, ax=ax, shrink=0.8)
-    bar.set_label(f"throughput change vs {res.source.baseline}, % "
-                  "(blue = better)", fontsize=8)
+    fig, axes = plt.subplots(
+        1, len(workloads), squeeze=False,
+        figsize=(len(workloads) * (1.2 * len(backends) + 1.6) + 1.4,
+                 1.0 + 0.55 * len(others) + 1.2))
+    shown: list[Row] = []
+    for ax, w in zip(axes[0], workloads):
+        grid = [[math.nan] * len(backends) for _ in others]
+        for i, v in enumerate(others):
+            for j, be in enumerate(backends):
+                r = res.row(w, be, res.throughput(w), v)
+                if r is None or r.change is None or r.change.pct is None:
+                    ax.text(j, i, "–", ha="center", va="center", fontsize=8)
+                    continue
+                shown.append(r)
+                # Colour by improvement so "good" is one colour on every
+                # row.
+                grid[i][j] = r.change.pct if r.better != LOWER \
+                    else -r.change.pct
+                mark = {"n<3": " ?"}.get(r.change.verdict,
+                                         " *" if r.change.significant else "")
+                ax.text(j, i, f"{r.change.pct:+.1f}%{mark}", ha="center",
+                        va="center", fontsize=8, fontweight="bold"
+                        if r.change.significant else "normal")
+        span, clipped = colour_scale([x for row in grid for x in row
+                                      if not math.isnan(x)])
+        im = ax.imshow(grid, cmap="RdBu", aspect="auto",
+                       norm=TwoSlopeNorm(0, -span, span))
+        ax.set_title(w, fontsize=10)
+        ax.set_xticks(range(len(backends)), backends, fontsize=8)
+        ax.set_yticks(range(len(others)),
+                      others if ax is axes[0][0] else [], fontsize=8)
+        ax.set_xlabel("swap backend")
+        bar = fig.colorbar(im, ax=ax, shrink=0.8,
+                           extend="both" if clipped else "neither")
+        metric = next((r for r in shown if r.workload == w), None)
+        bar.set_label(f"{what(metric) if metric else 'throughput'} change "
+                      f"vs {res.source.baseline}, %\n(blue = better; scale "
+                      f"±{span:.0f} %" + (", beyond: clipped" if clipped
+                                          else "") + ")", fontsize=7)
+    axes[0][0].set_ylabel("variant")
     note = (f"* significant ({CONFIDENCE:.0%} CI excludes 0); "
-            "? fewer than 3 repeats, not judged")
-    title = "Throughput across the matrix: " + headline(
+            "? fewer than 3 repeats, not judged; colour scale per workload: "
+            f"the {SCALE_PERCENTILE}th percentile of its |changes|")
+    title = f"Throughput on {', '.join(workloads)}: " + headline(
         shown, res.source.baseline)
     return _finish(fig, res, title, "heatmap", dest, note)
 

@@ -3,8 +3,9 @@
 The HTML is self-contained (CSS inline, figures as base64 SVG data URIs,
 system fonts, no scripts, nothing fetched) so it opens anywhere, offline;
 headless Chromium prints it to PDF, one 1280x720 page per slide. One idea
-per slide: setup, one slide per question the seed article asks, the
-matrix at a glance, the recommendation, the full tables as backup.
+per slide: setup, one slide per question the seed article asks (its
+evidence continued on the next when it does not fit), the matrix at a
+glance, the recommendation, the full tables as backup.
 
 Every number on a slide is rendered from a statistic and tagged with
 data-* attributes naming it, so tests can check each against lab.stats.
@@ -18,19 +19,34 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Literal, Sequence
 
 from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.figures import Figure, Results, gain, what
 from lab.stats import CONFIDENCE
 from lab.tables import LEGEND, pivots
-from lab.upstream import Candidate, Effect, Recommendation, evidence
+from lab.upstream import (Candidate, Effect, Recommendation, evidence,
+                          verdict)
 
 e = html.escape
 BROWSERS = ("chromium", "chromium-browser")
-BACKUP_ROWS = 52            # table rows that fit one backup slide's two columns
 CHROMIUM_TIMEOUT_S = 120
+
+# Slides are static (no script may measure them), so the deck decides what
+# goes on which slide from heights in px the CSS below fixes; measured in
+# Chromium on the real quick run's deck. BODY_PX: a slide's body under
+# the title with no claim; each claim line takes CLAIM_LINE_PX (at most
+# CLAIM_CHARS characters a line) and the claim's margin CLAIM_PX more.
+BODY_PX, CLAIM_PX, CLAIM_LINE_PX, CLAIM_CHARS = 598, 12, 24, 100
+H3_PX = 34                  # an h3: one 24px line and its margins
+PAIR_PX = 57                # a pair's caption, the table head and margin
+ROW_PX = (23, 41)           # an effect row: one line; two with a CI
+NOTE_PX, NOTE_LINE_PX, NOTE_CHARS = 8, 20, 50    # a note: margin, lines
+# Rows, a pivot's heading counting as one, that fit one backup column:
+# 538 px under the two-line legend, a 12px table row 21 px, a heading and
+# the gap after its table 24 px.
+BACKUP_ROWS = 24
 
 CSS = """
 @page { size: 1280px 720px; margin: 0 }
@@ -47,11 +63,12 @@ html, body { margin: 0; background: #d8d8d8;
   .slide { margin: 0 } }
 h1 { font-size: 44px; margin: 120px 0 16px }
 h2 { font-size: 28px; margin: 0 0 6px; color: #0b3d6b }
-.claim { font-size: 19px; margin: 0 0 12px; color: #333 }
+.claim { font-size: 19px; line-height: 24px; margin: 0 0 12px;
+  color: #333 }
 .body { flex: 1; min-height: 0; overflow: hidden; display: flex;
   gap: 28px; font-size: 17px; line-height: 1.35 }
 .body > .col { flex: 1; min-width: 0; min-height: 0 }
-.body > .fig { flex: 1.7; display: flex; align-items: flex-start;
+.body > .fig { flex: 1.5; display: flex; align-items: flex-start;
   justify-content: center; min-height: 0 }
 .fig img { max-width: 100%; max-height: 100%; object-fit: contain }
 .foot { font-size: 10px; color: #777; margin-top: 6px;
@@ -61,12 +78,15 @@ table { border-collapse: collapse; font-size: 13px }
 th, td { border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right }
 th:first-child, td:first-child { text-align: left }
 .small { font-size: 15px }
-.backup { column-count: 2; column-gap: 36px; font-size: 12px }
-.backup .pivot { break-inside: avoid; margin-bottom: 8px }
+.backup { font-size: 12px } .backup .pivot { margin-bottom: 8px }
 .backup table { font-size: 12px; width: 100% } .missing { color: #a33; font-size: 20px }
 .sig { font-weight: bold }
-table.effects { font-size: 14px; margin-bottom: 8px }
-h3 { font-size: 18px; margin: 4px 0 6px }
+table.effects { font-size: 14px; line-height: 18px; margin-bottom: 8px }
+table.effects th, table.effects td { padding: 2px 6px }
+table.effects th, table.effects td:not(:last-child) { white-space: nowrap }
+h3 { font-size: 18px; line-height: 24px; margin: 4px 0 6px }
+p.pair { font-size: 15px; line-height: 20px; margin: 2px 0 4px; color: #444 }
+p.note { font-size: 15px; line-height: 20px; margin: 4px 0 }
 """
 
 
@@ -107,25 +127,106 @@ def num(effect: Effect) -> str:
             f"{e(c.verdict)}</span>")
 
 
-def _effect_list(effects: Sequence[Effect]) -> str:
-    """A compact table of effects; the pair is named when there are
-    several."""
-    if not effects:
-        return ""
-    pairs = {(x.with_, x.without) for x in effects}
+@dataclass(frozen=True)
+class Item:
+    """One thing a slide's column stacks."""
+    kind: Literal["h3", "note", "pair", "row"]  # pair: caption, table head
+    text: str = ""              # h3, note, pair: the words
+    effect: Effect | None = None
 
-    def label(x: Effect) -> str:
-        return what(x) + (f" ({x.with_} vs {x.without})"
-                          if len(pairs) > 1 else "")
-    rows = "".join(
-        f"<tr><td>{e(label(x))}</td><td>{e(x.backend)}</td>"
-        f"<td>{x.n[1]}/{x.n[0]}</td><td>{num(x)}</td></tr>"
-        for x in effects)
-    head = "" if len(pairs) > 1 else \
-        "<p class='small'>{} vs {}</p>".format(*map(e, next(iter(pairs))))
-    return (f"{head}<table class='effects'><tr><th>measure</th><th>device"
-            "</th><th>n</th><th>% change [95 % CI]</th></tr>"
-            f"{rows}</table>")
+    @property
+    def px(self) -> int:
+        if self.kind == "h3":
+            return H3_PX
+        if self.kind == "note":
+            return NOTE_PX + NOTE_LINE_PX * -(-len(self.text) // NOTE_CHARS)
+        if self.kind == "pair":
+            return PAIR_PX
+        # A CI makes the % change cell wrap.
+        return ROW_PX[self.effect is not None and
+                      self.effect.change.low is not None]
+
+
+def effect_items(effects: Sequence[Effect]) -> list[Item]:
+    """Effects as rows under a caption per pair of variants."""
+    out: list[Item] = []
+    for pair in dict.fromkeys((x.with_, x.without) for x in effects):
+        out.append(Item("pair", "{} vs {}".format(*pair)))
+        out += [Item("row", effect=x) for x in effects
+                if (x.with_, x.without) == pair]
+    return out
+
+
+def _lead(items: Sequence[Item]) -> int:
+    """The height a heading or caption needs with it: what follows, up to
+    the first row or note (never alone at the foot of a column)."""
+    px = 0
+    for it in items:
+        px += it.px
+        if it.kind in ("row", "note"):
+            break
+    return px
+
+
+def pages(items: Sequence[Item], room: int) -> list[list[Item]]:
+    """`items` in columns of `room` px; a column that goes on from the
+    previous one repeats its heading (continued) and the pair's caption."""
+    out: list[list[Item]] = [[]]
+    left, h3, pair = room, None, None
+    for i, it in enumerate(items):
+        need = it.px + (_lead(items[i + 1:]) if it.kind in ("h3", "pair")
+                        else 0)
+        if need > left and out[-1]:
+            carry = [Item("h3", f"{h3.text} (continued)")] \
+                if h3 and it.kind != "h3" else []
+            carry += [pair] if pair and it.kind == "row" else []
+            out.append(carry)
+            left = room - sum(c.px for c in carry)
+        out[-1].append(it)
+        left -= it.px
+        if it.kind == "h3":
+            h3, pair = it, None
+        elif it.kind == "pair":
+            pair = it
+    return out
+
+
+def render(items: Sequence[Item]) -> str:
+    out, table = [], False
+    for it in items:
+        if table and it.kind != "row":
+            out.append("</table>")
+            table = False
+        if it.kind == "h3":
+            out.append(f"<h3>{e(it.text)}</h3>")
+        elif it.kind == "note":
+            out.append(f"<p class='note'>{e(it.text)}</p>")
+        elif it.kind == "pair":
+            out.append(f"<p class='pair'>{e(it.text)}, % change [95 % CI]"
+                       "</p><table class='effects'><tr><th>measure</th>"
+                       "<th>device</th><th>n</th><th>% change</th></tr>")
+            table = True
+        elif it.effect is not None:
+            x = it.effect
+            out.append(f"<tr><td>{e(what(x))}</td><td>{e(x.backend)}</td>"
+                       f"<td>{x.n[1]}/{x.n[0]}</td><td>{num(x)}</td></tr>")
+    return "".join(out) + ("</table>" if table else "")
+
+
+def _room(claim: str) -> int:
+    lines = -(-len(claim) // CLAIM_CHARS)
+    return BODY_PX - (CLAIM_PX + CLAIM_LINE_PX * lines if claim else 0)
+
+
+def question(key: str, title: str, claim: str, fig: Figure | None,
+             items: Sequence[Item]) -> list[Slide]:
+    """A question's slide, the figure beside the evidence; evidence that
+    does not fit goes on over continuation slides (key-2, key-3 ...)."""
+    return [Slide(key if n == 1 else f"{key}-{n}",
+                  title if n == 1 else f"{title} (continued)",
+                  (_fig(fig) if n == 1 else "") +
+                  f"<div class='col'>{render(page)}</div>", claim)
+            for n, page in enumerate(pages(items, _room(claim)), 1)]
 
 
 def _say(effects: Sequence[Effect], subject: str) -> str:
@@ -198,27 +299,27 @@ def setup_slide(res: Results) -> Slide:
 
 def _readahead_question(res: Results, rec: Recommendation,
                         figs: dict[str, Figure], key: str, title: str,
-                        kind: str) -> Slide:
+                        kind: str) -> list[Slide]:
     wl = next((w for w in res.source.workloads if res.kind(w) == kind),
               None)
     cand = _candidate(rec, "readahead")
     if wl is None:
-        return Slide(key, title, _missing(
+        return [Slide(key, title, _missing(
             f"This run has no {kind} workload (swapbench mode/pattern "
-            f"'{kind}'), so it cannot answer this question."))
+            f"'{kind}'), so it cannot answer this question."))]
     if cand is None:
-        return Slide(key, title, _missing(
+        return [Slide(key, title, _missing(
             "No pair of variants in this run isolates the readahead "
-            "series, so its effect cannot be measured."))
+            "series, so its effect cannot be measured."))]
     effects = [x for x in cand.effects if x.workload == wl]
-    return Slide(key, title, _fig(figs.get(f"change-{wl}")) +
-                 f"<div class='col'><h3>readahead on {e(wl)}</h3>"
-                 f"{_effect_list(effects)}</div>",
-                 _say(effects, f"readahead on {wl}"))
+    return question(key, title, _say(effects, f"readahead on {wl}"),
+                    figs.get(f"change-{wl}"),
+                    [Item("h3", f"readahead on {wl}"),
+                     *effect_items(effects)])
 
 
 def rotational_slide(res: Results, rec: Recommendation,
-                     figs: dict[str, Figure]) -> Slide:
+                     figs: dict[str, Figure]) -> list[Slide]:
     key, title = "rotational", "How does VMA readahead fare on a " \
         "rotational disk?"
     devs = res.devices()
@@ -226,59 +327,61 @@ def rotational_slide(res: Results, rec: Recommendation,
                 if str((devs.get(be) or {}).get("rotational")) == "1"]
     cand = _candidate(rec, "readahead")
     if not spinning:
-        return Slide(key, title, _missing(
+        return [Slide(key, title, _missing(
             "No swap device in this run was rotational as the guest saw "
-            "it (queue/rotational = 1): the question stays open."))
+            "it (queue/rotational = 1): the question stays open."))]
     if cand is None:
-        return Slide(key, title, _missing(
+        return [Slide(key, title, _missing(
             "No pair of variants in this run isolates the readahead "
-            "series, so its effect cannot be measured."))
+            "series, so its effect cannot be measured."))]
     # Readahead acts on swap-in: the swap-out (fill) workload says nothing.
     effects = [x for x in cand.effects if x.backend in spinning
                and res.kind(x.workload) != "fill"]
     others = [x for x in cand.effects if x.backend not in spinning
               and x.workload in {y.workload for y in effects}]
     device = [t for t in cand.interactions if "by device" in t]
-    wl = next((x.workload for x in effects if res.kind(x.workload) != "fill"
-               and f"latency-{x.workload}" in figs), None)
-    body = (_fig(figs.get(f"latency-{wl}") if wl else None) +
-            f"<div class='col'><h3>on {e(', '.join(spinning))}</h3>"
-            f"{_effect_list(effects)}<h3>on the other devices</h3>"
-            f"{_effect_list(others)}<p class='small'>"
-            + e("; ".join(device) or "Where both were judged, no evidence "
-                "that readahead's effect depends on the device.")
-            + "</p></div>")
-    return Slide(key, title, body, _say(effects, "readahead on a rotational "
-                                        "disk"))
+    wl = next((x.workload for x in effects
+               if f"latency-{x.workload}" in figs), None)
+    items = [Item("h3", f"on {', '.join(spinning)}"),
+             *effect_items(effects)]
+    if others:
+        items += [Item("h3", "on the other devices"), *effect_items(others)]
+    items.append(Item("note", "; ".join(device) or (
+        "Where both were judged, no evidence that readahead's effect "
+        "depends on the device.")))
+    return question(key, title, _say(effects, "readahead on a rotational "
+                                     "disk"),
+                    figs.get(f"latency-{wl}") if wl else None, items)
 
 
 def thp_slide(res: Results, rec: Recommendation,
-              figs: dict[str, Figure]) -> Slide:
+              figs: dict[str, Figure]) -> list[Slide]:
     key, title = "thp", "What do THP swap-out stages 1 and 2 give on " \
         "each device?"
     wl = next((w for w in res.source.workloads if res.kind(w) == "fill"),
               None)
     if wl is None:
-        return Slide(key, title, _missing(
+        return [Slide(key, title, _missing(
             "This run has no swap-out (swapbench fill) workload, so it "
-            "cannot answer this question."))
+            "cannot answer this question."))]
     cands = [c for c in rec.ranked
              if {"thp-stage1", "thp-stage2"} & set(c.series)]
     if not cands:
-        return Slide(key, title, _missing(
-            "No pair of variants in this run isolates a THP stage."))
+        return [Slide(key, title, _missing(
+            "No pair of variants in this run isolates a THP stage."))]
     metric = res.throughput(wl)
-    parts, claims = [], []
+    items, claims = [], []
     for c in cands:
         effects = [x for x in c.effects if x.workload == wl and
                    x.metric == metric]
-        note = (" <span class='small'>(stages not separable in this run:"
-                " measured together)</span>" if len(c.series) > 1 else "")
-        parts.append(f"<h3>{e(c.name)}{note}</h3>{_effect_list(effects)}")
+        items.append(Item("h3", c.name))
+        if len(c.series) > 1:
+            items.append(Item("note", "Stages not separable in this run: "
+                                      "measured together."))
+        items += effect_items(effects)
         claims.append(_say(effects, c.name))
-    return Slide(key, title, _fig(figs.get("swapout")) +
-                 f"<div class='col'>{''.join(parts)}</div>",
-                 "; ".join(claims))
+    return question(key, title, "; ".join(claims), figs.get("swapout"),
+                    items)
 
 
 def overview_slide(res: Results, figs: dict[str, Figure]) -> Slide:
@@ -299,6 +402,7 @@ def recommendation_slide(rec: Recommendation) -> Slide:
         lead = (f"best: {e(what(best[0]))} on {e(best[0].workload)}/"
                 f"{e(best[0].backend)} {num(best[0])}"
                 if best and best[0].change.significant
+                else "not judged (fewer than 3 repeats)" if c.unjudged
                 else "no significant improvement")
         # The evidence's last line is the cost and the complaints.
         items.append(f"<li><b>{i + 1}. {e(c.name)}</b>: {c.wins} "
@@ -312,44 +416,38 @@ def recommendation_slide(rec: Recommendation) -> Slide:
             f"<ul class='small'>{seps or '<li>one candidate</li>'}</ul>"
             + (f"<h3>Not ranked</h3><ul class='small'>{unranked}</ul>"
                if unranked else "") + "</div>")
-    return Slide("recommendation", "Upstream first", body,
-                 f"Send {rec.ranked[0].name} first")
+    return Slide("recommendation", "Upstream first", body, verdict(rec))
 
 
 def backup_slides(res: Results) -> list[Slide]:
-    """The report's pivot tables (lab.tables.pivots), packed into as many
-    slides as they need."""
-    slides: list[Slide] = []
-    chunk: list[str] = []
+    """The report's pivot tables (lab.tables.pivots), in columns of
+    BACKUP_ROWS rows, two columns a slide, as many slides as they need."""
+    columns: list[list[str]] = [[]]
     used = 0
-
-    def flush() -> None:
-        if chunk:
-            n = len(slides) + 1
-            slides.append(Slide(f"backup-{n}", f"Backup: full table ({n})",
-                                "<div class='col backup'>" +
-                                "".join(chunk) + "</div>", LEGEND))
-            chunk.clear()
-
     for wl, metric, sub, table in pivots(res.rows, res.source):
-        size = len(table) + 2           # heading and header row
-        if used + size > BACKUP_ROWS:
-            flush()
+        size = len(table) + 1           # the heading is a row too
+        if used + size > BACKUP_ROWS and columns[-1]:
+            columns.append([])
             used = 0
         used += size
         head = "".join(f"<th>{e(c)}</th>" for c in table[0])
         body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r)
                        + "</tr>" for r in table[1:])
-        chunk.append(f"<div class='pivot'><b>{e(wl)}: {e(metric)}</b> "
-                     f"({e(sub)})<table><tr>{head}</tr>{body}</table></div>")
-    flush()
-    return slides
+        columns[-1].append(f"<div class='pivot'><b>{e(wl)}: {e(metric)}"
+                           f"</b> ({e(sub)})<table><tr>{head}</tr>{body}"
+                           "</table></div>")
+    if not columns[-1]:
+        return []
+    return [Slide(f"backup-{n}", f"Backup: full table ({n})",
+                  "".join(f"<div class='col backup'>{''.join(c)}</div>"
+                          for c in columns[i:i + 2]), LEGEND)
+            for n, i in enumerate(range(0, len(columns), 2), 1)]
 
 
 def slides(res: Results, rec: Recommendation,
            figs: Sequence[Figure]) -> list[Slide]:
     by_name = {f.name: f for f in figs}
-    questions: list[Callable[[], Slide]] = [
+    questions: list[Callable[[], list[Slide]]] = [
         lambda: _readahead_question(res, rec, by_name, "seq",
                                     "Does VMA readahead help sequential "
                                     "swap-in?", "seq"),
@@ -362,7 +460,7 @@ def slides(res: Results, rec: Recommendation,
         lambda: rotational_slide(res, rec, by_name),
         lambda: thp_slide(res, rec, by_name),
     ]
-    return [setup_slide(res), *(q() for q in questions),
+    return [setup_slide(res), *(s for q in questions for s in q()),
             overview_slide(res, by_name), recommendation_slide(rec),
             *backup_slides(res)]
 

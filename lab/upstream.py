@@ -105,6 +105,11 @@ class Candidate:
                    if e.change.significant and g[0] < 0)
 
     @property
+    def unjudged(self) -> bool:
+        """No comparison had 3 repeats a side: nothing can rank it."""
+        return all(e.change.verdict == "n<3" for e in self.effects)
+
+    @property
     def assured(self) -> float:
         """The largest lower CI bound among significant improvements."""
         return max([g[1] for e, g in self.judged()
@@ -200,7 +205,10 @@ def _interactions(effects: Sequence[Effect]) -> list[str]:
     for (wl, metric), items in keyed.items():
         for i, (e1, g1) in enumerate(items):
             for e2, g2 in items[i + 1:]:
-                if not _disjoint(g1, g2):
+                # One difference at a time: another device and another
+                # starting variant together would not say which it was.
+                if (e1.backend == e2.backend) == (e1.without == e2.without) \
+                        or not _disjoint(g1, g2):
                     continue
                 how = (f"by device ({e1.backend} vs {e2.backend})"
                        if e1.without == e2.without else
@@ -226,8 +234,8 @@ def _key(c: Candidate) -> tuple:
             c.lines)
 
 
-def separation(a: Candidate, b: Candidate) -> str:
-    """Why `a` ranks above `b`, or that the data cannot tell them apart."""
+def _separated(a: Candidate, b: Candidate) -> str | None:
+    """Why the data ranks `a` above `b`; None when it cannot tell."""
     if bool(a.new_complaints) != bool(b.new_complaints):
         return (f"{a.name} ranks above {b.name}: {b.name}'s runs show new "
                 f"kernel complaints ({_complaint_text(b.new_complaints)})")
@@ -244,12 +252,41 @@ def separation(a: Candidate, b: Candidate) -> str:
         return (f"{a.name} ranks above {b.name}: {a.wins} significant "
                 f"improvements and {a.losses} regressions against "
                 f"{b.wins} and {b.losses}")
-    why = ("neither changes any measured cell significantly"
-           if not (a.wins or a.losses or b.wins or b.losses) else
-           "their confidence intervals overlap wherever both were measured")
+    return None
+
+
+def separation(a: Candidate, b: Candidate) -> str:
+    """Why `a` ranks above `b`, or that the data cannot tell them apart."""
+    reason = _separated(a, b)
+    if reason:
+        return reason
+    if a.unjudged and b.unjudged:
+        why = "too few repeats (every comparison has fewer than 3 a side)"
+    elif not (a.wins or a.losses or b.wins or b.losses):
+        why = "neither changes any measured cell significantly"
+    else:
+        why = ("their confidence intervals overlap wherever both were "
+               "measured")
     return (f"The data cannot separate {a.name} and {b.name}: {why}; "
             f"the order between them is by cost only ({a.lines} vs "
             f"{b.lines} lines changed)")
+
+
+def verdict(rec: Recommendation) -> str:
+    """The recommendation in one sentence, no stronger than the data."""
+    names = [c.name for c in rec.ranked]
+    if not names:
+        return "No candidate could be measured"
+    if all(c.unjudged for c in rec.ranked):
+        if len(names) == 1:
+            return (f"Too few repeats to judge {names[0]}: no comparison "
+                    "has 3 repeats a side")
+        return (f"Too few repeats to rank: no comparison has 3 repeats a "
+                f"side, so {', '.join(names)} are in order of cost only")
+    if len(names) > 1 and _separated(*rec.ranked[:2]) is None:
+        return (f"No clear first: the data cannot separate {names[0]} and "
+                f"{names[1]}, in order of cost only")
+    return f"Send {names[0]} first"
 
 
 def _complaint_text(flags: Mapping[str, int]) -> str:

@@ -1,5 +1,7 @@
-"""A real headless Chromium loads the deck of the fixture run: each slide
-is screenshot, none overflows its frame, the PDF has a page per slide."""
+"""A real headless Chromium loads the decks of the fixture run (planted
+effects, 3 repeats) and of quick-real (real guest results, 1 repeat): each
+slide is screenshot, none overflows its frame, the PDF has a page per
+slide."""
 from __future__ import annotations
 
 import json
@@ -35,9 +37,9 @@ document.body.setAttribute('data-overflow', JSON.stringify(out));
 </script>"""
 
 
-@pytest.fixture(scope="module")
-def deck(tmp_path_factory):
-    run = Store(DATA).open("fixture-run")
+@pytest.fixture(scope="module", params=["fixture-run", "quick-real"])
+def deck(request, tmp_path_factory):
+    run = Store(DATA).open(request.param)
     res = figures.Results.of(run)
     dest = tmp_path_factory.mktemp("deck")
     figs = figures.write_figures(res, dest / "figures")

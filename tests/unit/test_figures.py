@@ -46,11 +46,77 @@ def test_titles_state_the_computed_finding(res, drawn):
 
 
 def test_no_significant_difference_is_said_so(res):
-    rows = [r for r in res.rows if r.change and not r.change.significant]
-    assert figures.headline(rows, "base") == \
+    rows = [r for r in res.rows if r.change and r.change.pct is not None
+            and not r.change.significant]
+    judged = [r for r in rows if r.change.verdict != "n<3"]
+    assert figures.headline(judged, "base") == \
         "No variant differs significantly from base"
+    few = len(rows) - len(judged)
+    assert few and figures.headline(rows, "base") == (
+        f"No variant differs significantly from base ({few} of {len(rows)}"
+        " comparisons not judged: fewer than 3 repeats)")
     ns = res.row("seq", "nvme", "swapbench.main.bytes_per_s", "thp-stage2")
     assert "no significant difference" in figures.finding(ns, "base")
+
+
+@pytest.fixture(scope="module")
+def real() -> figures.Results:
+    """A real quick run: one repeat per cell."""
+    return figures.Results.of(Store(DATA).open("quick-real"))
+
+
+def test_one_repeat_judges_nothing(real, tmp_path):
+    drawn = figures.write_figures(real, tmp_path)
+    assert len(drawn) == 5
+    for f in drawn:
+        assert "differs significantly" not in f.title
+        assert "1 repeat, nothing judged against base; largest change " \
+            "seen: " in f.title and f.title.endswith(" (unjudged)")
+    # The largest change named is the largest the figure shows.
+    swapout = next(f for f in drawn if f.name == "swapout")
+    metric = real.throughput("thp-swpout")
+    rows = [r for r in real.rows if r.workload == "thp-swpout" and
+            r.metric == metric and r.change]
+    big = max(rows, key=lambda r: abs(r.change.pct))
+    assert f"{big.variant} swap-out throughput on {big.backend} " \
+        f"{big.change.pct:+.1f} % (unjudged)" in swapout.title
+
+
+def test_a_variant_has_one_colour_in_every_figure(res, drawn):
+    colours = {v: c.lower() for v, c in
+               figures._colours(res.source.variants).items()}
+
+    def used(name: str) -> set[str]:
+        text = drawn[name].svg.read_text().lower()
+        return {c for c in colours.values() if c in text}
+    compared = {colours[v] for v in res.others()}
+    # The change figures leave the baseline out (the latency one draws it
+    # black): its colour must not pass to the next variant.
+    assert used("change-seq") == used("change-thp-swpout") == \
+        used("latency-seq") == compared
+    assert used("swapout") == set(colours.values())
+
+
+def test_swapout_label_says_why_there_is_none(real):
+    # DAX pmem: the guest counted no block writes, so no write size.
+    assert figures.write_size(real, "seq", "dax-pmem", "base") == \
+        "n/a: 0 block writes"
+    io = real.row("thp-swpout", "nvme", "diskstats.kib_per_write",
+                  "thp-stage2")
+    assert figures.write_size(real, "thp-swpout", "nvme", "thp-stage2") == \
+        f"{io.summary.mean:.0f} KiB/write"
+    assert figures.write_size(real, "thp-swpout", "nvme", "nope") == \
+        "n/a: no diskstats"
+
+
+def test_heatmap_scale_per_workload(drawn):
+    assert drawn["heatmap"].title.startswith(
+        "Throughput on seq, thp-swpout: ")
+    # One outlier does not set the scale, and is said to be clipped.
+    assert figures.colour_scale([1, -2, 3, 4, 5, 6, 7, 8, 9, -400]) == \
+        (9, True)
+    assert figures.colour_scale([-20, 5]) == (20, False)
+    assert figures.colour_scale([0.1]) == (1.0, False)
 
 
 def test_provenance_names_run_matrix_repeats_kernels(res):

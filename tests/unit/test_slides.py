@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from lab import figures, slides, upstream
+from lab.figures import gain, what
+from lab.tables import pivots
 from lab.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -47,12 +49,18 @@ class Spans(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def made(tmp_path_factory):
+    """The fixture run's results, recommendation and figures."""
     run = Store(DATA).open("fixture-run")
     res = figures.Results.of(run)
+    figs = figures.write_figures(res, tmp_path_factory.mktemp("figures"))
+    return res, upstream.recommend(res, upstream.run_matrix(run)), figs
+
+
+@pytest.fixture(scope="module")
+def built(made, tmp_path_factory):
+    res, rec, figs = made
     dest = tmp_path_factory.mktemp("deck")
-    figs = figures.write_figures(res, dest / "figures")
-    rec = upstream.recommend(res, upstream.run_matrix(run))
     page, = slides.write_deck(res, rec, figs, dest, pdf=False)
     parsed = Spans()
     parsed.feed(page.read_text())
@@ -105,3 +113,80 @@ def test_self_contained(built):
                for r in parsed.refs)
     assert not re.search(r"url\(|@import|https?://(?!www\.w3\.org)",
                          page.read_text().split("<body>")[0])
+
+
+# "<what> on <backend> <+n> % (better|worse)", after the subject or a ';'.
+CLAIMED = re.compile(r"(?:: |; )(?P<what>[^:;]+?) on (?P<be>\S+) "
+                     r"(?P<pct>[+-]\d+) % \((?P<dir>better|worse)\)")
+
+
+def test_numbers_in_claims_match_the_statistics(made):
+    res, rec, figs = made
+    deck = {s.key: s for s in slides.slides(res, rec, figs)}
+    ra = next(c for c in rec.ranked if c.series == ("readahead",))
+    thp = next(c for c in rec.ranked if "thp-stage2" in c.series)
+    fill = res.throughput("thp-swpout")
+    shown = {"seq": [x for x in ra.effects if x.workload == "seq"],
+             "thp": [x for x in thp.effects if x.workload == "thp-swpout"
+                     and x.metric == fill]}
+    for key, effects in shown.items():
+        said = {(m["what"], m["be"]): m
+                for m in CLAIMED.finditer(deck[key].claim)}
+        sig = [x for x in effects if x.change.significant]
+        # Every significant effect is claimed, and nothing else.
+        assert sig and len(said) == len(sig), deck[key].claim
+        for x in sig:
+            m = said[(what(x), x.backend)]
+            assert m["pct"] == f"{x.change.pct:+.0f}"
+            assert m["dir"] == ("better" if gain(x)[0] > 0 else "worse")
+            # The pair's statistics are lab.stats' against the baseline.
+            row = res.row(x.workload, x.backend, x.metric, x.with_)
+            assert x.without == "base"
+            assert row.change.pct == pytest.approx(x.change.pct)
+            assert row.change.significant
+
+
+def test_long_evidence_goes_on_over_continuation_slides(made):
+    _, rec, _ = made
+    items = [slides.Item("h3", "long"),
+             *slides.effect_items(rec.ranked[0].effects * 3)]
+    room = 400
+    pages = slides.pages(items, room)
+    assert len(pages) > 1
+    assert all(sum(i.px for i in page) <= room for page in pages)
+    # Every row once, in order; a continued table under its heading
+    # (continued) and its pair's caption again.
+    assert [i for page in pages for i in page if i.kind == "row"] == \
+        [i for i in items if i.kind == "row"]
+    for page in pages[1:]:
+        assert page[0] == slides.Item("h3", "long (continued)")
+        assert page[1].kind == "pair"
+    deck = slides.question("seq", "Q?", "claim", None, items)
+    assert len(deck) > 1 and [s.key for s in deck] == ["seq"] + [
+        f"seq-{n}" for n in range(2, len(deck) + 1)]
+    assert all(s.title == "Q? (continued)" for s in deck[1:])
+
+
+def test_backup_shows_every_table_within_its_columns(made):
+    res, _, _ = made
+    backup = slides.backup_slides(res)
+    body = "".join(s.body for s in backup)
+    for wl, metric, _, _ in pivots(res.rows, res.source):
+        assert f"<b>{wl}: {metric}</b>" in body
+    for s in backup:
+        columns = s.body.split("<div class='col backup'>")[1:]
+        assert 1 <= len(columns) <= 2
+        for col in columns:
+            # Table rows, and each table's heading as a row.
+            assert col.count("<tr>") + col.count("class='pivot'") <= \
+                slides.BACKUP_ROWS
+
+
+def test_one_repeat_recommends_nothing():
+    run = Store(DATA).open("quick-real")
+    res = figures.Results.of(run)
+    slide = slides.recommendation_slide(
+        upstream.recommend(res, upstream.run_matrix(run)))
+    assert slide.claim.startswith("Too few repeats to rank: ")
+    assert "Send" not in slide.claim
+    assert "not judged (fewer than 3 repeats)" in slide.body

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
+from typing import Mapping
 
 import pytest
 
@@ -19,13 +20,18 @@ MATRIX = load_matrix(upstream.DEFAULT_MATRIX)
 METRIC = "swapbench.main.bytes_per_s"
 
 
-def constructed(factors: dict[str, float], n: int = 5,
-                cv: float = 0.02) -> figures.Results:
+def constructed(factors: Mapping[str, float | Mapping[str, float]],
+                n: int = 5, cv: float = 0.02) -> figures.Results:
     """A seq-only run of base + `factors`' variants on nvme and
-    rotational: each variant's throughput is base's times its factor."""
+    rotational: each variant's throughput is base's times its factor (a
+    factor per backend when it is a mapping)."""
     rng = random.Random(3)
     variants = ("base", *factors)
-    values = {("seq", be, METRIC, v): [100e6 * factors.get(v, 1.0) *
+
+    def factor(v: str, be: str) -> float:
+        f = factors.get(v, 1.0)
+        return f[be] if isinstance(f, Mapping) else f
+    values = {("seq", be, METRIC, v): [100e6 * factor(v, be) *
                                        rng.gauss(1, cv) for _ in range(n)]
               for be in ("nvme", "rotational") for v in variants}
     info = {METRIC: MetricInfo("B/s", HIGHER, True)}
@@ -53,6 +59,47 @@ def test_inseparable_patches_are_said_so():
     assert "by cost only" in rec.separation[0]
     md = upstream.markdown(rec, "line")
     assert "cannot separate" in md
+
+
+def test_verdict_follows_the_ranking():
+    clear = upstream.recommend(constructed({"readahead": 1.0,
+                                            "thp-stage1": 1.25}), MATRIX)
+    assert upstream.verdict(clear) == "Send thp-stage1 first"
+    tied = upstream.recommend(constructed({"readahead": 1.0,
+                                           "thp-stage1": 1.0}), MATRIX)
+    assert upstream.verdict(tied).startswith(
+        "No clear first: the data cannot separate ")
+
+
+def test_too_few_repeats_to_rank():
+    # One repeat: a +25 % that nothing can judge ranks nothing.
+    rec = upstream.recommend(constructed({"readahead": 1.0,
+                                          "thp-stage1": 1.25}, n=1), MATRIX)
+    assert all(c.unjudged for c in rec.ranked)
+    assert rec.separation[0].startswith("The data cannot separate ")
+    assert "too few repeats" in rec.separation[0]
+    assert upstream.verdict(rec) == (
+        "Too few repeats to rank: no comparison has 3 repeats a side, so "
+        f"{rec.ranked[0].name}, {rec.ranked[1].name} are in order of cost "
+        "only")
+
+
+def test_effect_that_differs_by_device_is_said_so():
+    rec = upstream.recommend(constructed(
+        {"readahead": {"nvme": 1.3, "rotational": 1.0}}), MATRIX)
+    ra, = rec.ranked
+    nvme, rot = (next(e for e in ra.effects if e.backend == be)
+                 for be in ("nvme", "rotational"))
+    # The constructed case: CIs that do not overlap.
+    assert nvme.change.low > rot.change.high
+    assert ra.interactions == [
+        f"throughput on seq differs by device (nvme vs rotational): "
+        f"{nvme.change.pct:+.1f} % vs {rot.change.pct:+.1f} %, CIs do not "
+        "overlap"]
+    same = upstream.recommend(constructed({"readahead": 1.3}), MATRIX)
+    assert same.ranked[0].interactions == [
+        "throughput on seq: no evidence the effect depends on the device "
+        "(CIs overlap across nvme, rotational)"]
 
 
 def test_added_series_pairs():
