@@ -40,9 +40,10 @@ def build_all(matrix_file: Path, root: Path, names: list[str]) -> float:
     return time.monotonic() - start
 
 
-def extra_patch_copy(tmp: Path, variant: str) -> Path:
+def extra_patch_copy(tmp: Path, variant: str, root: Path) -> Path:
     """A copy of matrix + patches where `variant`'s last series has one
-    more mm/ patch (a comment line), as if a patch had been edited."""
+    more mm/ patch (a comment line), as if a patch had been edited; the
+    pristine tree it patches is looked up in the cache `root`."""
     shutil.copytree(ROOT / "kernels", tmp / "kernels")
     shutil.copytree(ROOT / "patches", tmp / "patches")
     shutil.copy(ROOT / "matrix.yaml", tmp / "matrix.yaml")
@@ -64,7 +65,7 @@ diff --git a/mm/swap_state.c b/mm/swap_state.c
 """
     head = subprocess.run(
         ["git", "show", "pristine:mm/swap_state.c"], capture_output=True,
-        text=True, cwd=next((cache_root() / "trees").glob(
+        text=True, cwd=next((root / "trees").glob(
             f"{v.tree}/*/pristine"))).stdout.splitlines()[:2]
     patch += "".join(f" {line}\n" for line in head)
     (series_dir / "9999-bench.patch").write_text(patch)
@@ -81,7 +82,7 @@ def main() -> int:
     parser.add_argument("--variant", default="readahead",
                         help="variant for the rebuild figure")
     args = parser.parse_args()
-    root = args.cache or cache_root()
+    root = cache_root(str(args.cache) if args.cache else None)
     names = list(load_matrix(ROOT / "matrix.yaml").sub("quick").variants)
     figures = []
     if args.cold:
@@ -94,7 +95,7 @@ def main() -> int:
                     "build"], cwd=ROOT, check=True, capture_output=True)
     figures.append(("no-op lab build", time.monotonic() - start, 5))
     with tempfile.TemporaryDirectory(prefix="swaplab-edit.") as tmp:
-        edited = extra_patch_copy(Path(tmp), args.variant)
+        edited = extra_patch_copy(Path(tmp), args.variant, root)
         secs = build_all(edited, root, [args.variant])
         figures.append((f"rebuild {args.variant} after an mm/ patch edit",
                         secs, 120))

@@ -2,12 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lab import cli
 from lab.errors import LabError
+from tests.unit.test_matrix import GOOD, line_of, make_tree
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class FakeSession:
@@ -83,3 +89,21 @@ def test_double_dash_elsewhere_is_argparse_s():
     args = cli.parse(["compare", "--", "base", "readahead"])
     assert (args.command, args.base, args.others) == \
         ("compare", "base", ["readahead"])
+
+
+def test_validate_bad_then_good_file_is_one_error_line(tmp_path):
+    """`lab validate BAD GOOD` as a user runs it: exit 1 and one
+    `lab: FILE:LINE: key: ...` line on stderr, never a traceback."""
+    text = GOOD.replace("  memory: 512M", "  memory: lots", 1)
+    bad = make_tree(tmp_path / "bad", text)
+    good = make_tree(tmp_path / "good")
+    proc = subprocess.run(
+        [sys.executable, "-m", "lab", "validate", str(bad), str(good)],
+        cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert re.fullmatch(
+        re.escape(f"lab: {bad}:{line_of(text, 'memory: lots')}: "
+                  "guest.memory: ") + ".*expected a size.*", lines[0]), lines
