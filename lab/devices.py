@@ -11,6 +11,8 @@ matrix.yaml keys (per backend; docs/devices.md explains the model):
                read_us (80), write_us (20), bandwidth_mb_s (2000),
                parallel (8)
   both:        dilation: auto | off | FACTOR   (default off)
+               read_error_rate, write_error_rate (0), error_seed (1):
+               sticky media faults, see docs/devices.md
 
 With `model: none` (or no `model`) the backend is what it was: a plain
 file (plus the throttle filter on rotational).
@@ -26,6 +28,7 @@ reaps it and removes its socket directory.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -58,6 +61,10 @@ DEFAULTS = {"disk": {"seek_short_ms": 0.8, "seek_full_ms": 8.0,
                      "transfer_mb_s": 150.0},
             "ssd": {"read_us": 80.0, "write_us": 20.0,
                     "bandwidth_mb_s": 2000.0, "parallel": 8}}
+FAULT_KEYS = {"read_error_rate": float, "write_error_rate": float,
+              "error_seed": int}
+# what the filter logs for each fault it injects (nbdkit_error)
+INJECTED_RE = re.compile(rb"devmodel: injected EIO into (pread|pwrite)")
 
 def build_programs() -> None:
     """make -C lab/devmodel (a no-op when up to date)."""
@@ -95,7 +102,7 @@ def model_params(backend: Backend) -> dict[str, float | int]:
     model = model_of(backend)
     if model == "none":
         return {}
-    keys = DISK_KEYS if model == "disk" else SSD_KEYS
+    keys = dict(DISK_KEYS if model == "disk" else SSD_KEYS, **FAULT_KEYS)
     out: dict[str, float | int] = dict(DEFAULTS[model])
     if model == "disk" and "rotation_rate" in backend.params \
             and "rpm" not in backend.params:
@@ -177,7 +184,9 @@ class ModelSource:
         argv = [NBDKIT, "-f", "--exit-with-parent", "-U", str(self.socket),
                 "-P", str(self.pidfile), "--filter", str(FILTER)]
         if self.log is not None:
-            argv.append("-v")
+            # the setup in detail, but not a line per request (megabytes
+            # a minute); injected faults are logged as errors anyway
+            argv += ["-v", "-D", "nbdkit.backend.datapath=0"]
         argv += ["file", f"file={self.path}", f"model={self.model}",
                  f"scale={self.scale:.6g}"]
         argv += [f"{k}={v}" for k, v in self.params.items()]
@@ -242,6 +251,21 @@ class ModelSource:
         self.close()
 
 
+def injected_faults(log: Path | None) -> dict[str, int] | None:
+    """Faults the model injected, from nbdkit's log: failed requests by
+    kind (the guest's driver retries, so one lost page may count
+    several); None when there is no log."""
+    if log is None or not log.is_file():
+        return None
+    counts = {"pread": 0, "pwrite": 0}
+    with open(log, "rb") as f:
+        for line in f:
+            m = INJECTED_RE.search(line)
+            if m:
+                counts[m.group(1).decode()] += 1
+    return {"read_errors": counts["pread"], "write_errors": counts["pwrite"]}
+
+
 def scale_for(backend: Backend, factor: float | None) -> tuple[float,
                                                                dict]:
     """The delay scale and what to record: `factor` is the measured
@@ -283,6 +307,11 @@ def running(backend: Backend, guest: Guest, image_dir: Path,
     finally:
         if src is not None:
             src.close()
+
+
+def injects_faults(backend: Backend) -> bool:
+    return any(float(backend.params.get(k, 0) or 0) > 0
+               for k in ("read_error_rate", "write_error_rate"))
 
 
 def needs_factor(backend: Backend) -> bool:

@@ -332,6 +332,11 @@ BACKEND_PARAMS: dict[str, dict[str, str]] = {
              "parallel": "int", "dilation": "dilation"},
     "pmem": {"mode": "str", "dax": "bool"},
 }
+# Sticky media faults, injected by the device model (any model).
+FAULT_PARAMS = {"read_error_rate": "rate", "write_error_rate": "rate",
+                "error_seed": "int"}
+for _kind in ("rotational", "nvme"):
+    BACKEND_PARAMS[_kind].update(FAULT_PARAMS)
 PMEM_MODES = ("nvdimm", "memmap")
 # Device models per kind (lab/devmodel); pmem is memory, never modelled.
 MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
@@ -356,6 +361,10 @@ def _backend(name: str, node: Node) -> Backend:
             params[param] = as_bool(child)
         elif typ == "number":
             params[param] = as_number(child)
+        elif typ == "rate":
+            params[param] = as_number(child)
+            if not 0 <= params[param] <= 1:
+                raise expected(child, f"{param}: a share from 0 to 1")
         elif typ == "dilation":
             params[param] = _dilation(child)
         else:
@@ -365,6 +374,13 @@ def _backend(name: str, node: Node) -> Backend:
     if "model" in params and params["model"] not in MODELS[kind]:
         raise expected(node.value["model"],
                        f"a {kind} model: {' or '.join(MODELS[kind])}")
+    faulty = [p for p in ("read_error_rate", "write_error_rate")
+              if params.get(p)]
+    if faulty and params.get("model", "none") == "none":
+        raise expected(node.value[faulty[0]],
+                       f"{faulty[0]} only with a device model (model: "
+                       f"{' or '.join(MODELS[kind][1:])}): the model "
+                       "injects the faults")
     fields.done()
     return Backend(name, kind, params)
 

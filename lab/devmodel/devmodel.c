@@ -32,6 +32,19 @@
  * shared bus at bandwidth_mb_s.
  *
  * All delays are multiplied by scale (time dilation).
+ *
+ * Faults (any model), per 4 KiB block, sticky the way media errors are:
+ *   read_error_rate: the share of writes that leave their blocks
+ *   unreadable (a latent sector error); every read touching such a block
+ *   fails with EIO until the block is written again.  A random error per
+ *   request would not do: the guest's driver retries a failed request
+ *   (NVMe five times), so only an error that persists reaches the swap
+ *   code above it.
+ *   write_error_rate: the share of blocks on which every write fails
+ *   (a bad spot that never takes data); the failed write stores nothing.
+ *   Block 0 (the swap header) is never faulty.  Every injected error is
+ *   logged with nbdkit_error ("devmodel: injected EIO ..."), so the lab
+ *   counts them in nbdkit's log.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -67,6 +80,13 @@ static double read_us = 80;
 static double write_us = 20;
 static double bandwidth_mb_s = 2000;
 static int parallel = 8;
+/* faults */
+#define BLOCK_SHIFT	12
+static double read_error_rate;
+static double write_error_rate;
+static uint64_t error_seed = 1;
+static uint8_t *unreadable;		/* one bit per block */
+static uint64_t rng_state;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t dev_size;
@@ -78,7 +98,7 @@ static bool head_known;
 static int64_t chan_free_ns[MAX_PARALLEL];
 static int64_t bus_free_ns;
 /* statistics */
-static uint64_t n_requests, n_adjacent;
+static uint64_t n_requests, n_adjacent, n_read_errors, n_write_errors;
 static double busy_ns_total;
 
 static int64_t now_ns(void)
@@ -112,6 +132,18 @@ static int parse_double(const char *key, const char *value, double *out,
 		return -1;
 	}
 	*out = v;
+	return 0;
+}
+
+static int parse_rate(const char *key, const char *value, double *out)
+{
+	if (parse_double(key, value, out, 0))
+		return -1;
+	if (*out > 1) {
+		nbdkit_error("devmodel: %s=%s: expected a share from 0 to 1",
+			     key, value);
+		return -1;
+	}
 	return 0;
 }
 
@@ -163,6 +195,16 @@ static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
 		return parse_double(key, value, &write_us, 0);
 	if (!strcmp(key, "bandwidth_mb_s"))
 		return parse_double(key, value, &bandwidth_mb_s, 0.001);
+	if (!strcmp(key, "read_error_rate"))
+		return parse_rate(key, value, &read_error_rate);
+	if (!strcmp(key, "write_error_rate"))
+		return parse_rate(key, value, &write_error_rate);
+	if (!strcmp(key, "error_seed")) {
+		if (parse_double(key, value, &v, 0))
+			return -1;
+		error_seed = (uint64_t)v;
+		return 0;
+	}
 	if (!strcmp(key, "parallel")) {
 		if (parse_double(key, value, &v, 1))
 			return -1;
@@ -189,7 +231,10 @@ static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
 	"read_us=US                 ssd read latency (80)\n" \
 	"write_us=US                ssd write latency (20)\n" \
 	"bandwidth_mb_s=N           ssd bandwidth, MB/s (2000)\n" \
-	"parallel=N                 ssd requests served at once (8)"
+	"parallel=N                 ssd requests served at once (8)\n" \
+	"read_error_rate=P          share of writes left unreadable (0)\n" \
+	"write_error_rate=P         share of blocks that refuse writes (0)\n" \
+	"error_seed=N               seed of the fault choices (1)"
 
 static int devmodel_prepare(nbdkit_next *next, void *handle, int readonly)
 {
@@ -201,8 +246,80 @@ static int devmodel_prepare(nbdkit_next *next, void *handle, int readonly)
 		return -1;
 	pthread_mutex_lock(&lock);
 	dev_size = size;
+	if (read_error_rate > 0 && !unreadable) {
+		unreadable = calloc(((uint64_t)size >> BLOCK_SHIFT) / 8 + 1, 1);
+		rng_state = error_seed * 0x9e3779b97f4a7c15ULL + 1;
+	}
 	pthread_mutex_unlock(&lock);
+	if (read_error_rate > 0 && !unreadable) {
+		nbdkit_error("devmodel: no memory for the fault map");
+		return -1;
+	}
 	return 0;
+}
+
+/* splitmix64: a well-mixed 64-bit value from any input */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static bool chance(uint64_t x, double p)
+{
+	return (double)(mix(x) >> 11) < p * (double)(1ULL << 53);
+}
+
+/* first and last block of a request, block 0 (the header) left out */
+static bool blocks_of(uint32_t count, uint64_t offset, uint64_t *first,
+		      uint64_t *last)
+{
+	if (!count)
+		return false;
+	*first = offset >> BLOCK_SHIFT;
+	*last = (offset + count - 1) >> BLOCK_SHIFT;
+	if (!*first)
+		*first = 1;
+	return *first <= *last;
+}
+
+/* Is the request to fail?  Updates the map of unreadable blocks: a good
+ * write clears its blocks, and read_error_rate of them go bad again. */
+static bool inject(uint32_t count, uint64_t offset, bool write)
+{
+	uint64_t first, last, b;
+	bool fail = false;
+
+	if (!(read_error_rate > 0 || write_error_rate > 0) ||
+	    !blocks_of(count, offset, &first, &last))
+		return false;
+	pthread_mutex_lock(&lock);
+	if (write) {
+		for (b = first; b <= last && !fail; b++)
+			fail = chance(error_seed ^ (b << 1), write_error_rate);
+		if (!fail && unreadable) {
+			bool rot = chance(rng_state++, read_error_rate);
+
+			for (b = first; b <= last; b++)
+				if (rot)
+					unreadable[b / 8] |= 1 << (b % 8);
+				else
+					unreadable[b / 8] &= ~(1 << (b % 8));
+		}
+		n_write_errors += fail;
+	} else if (unreadable) {
+		for (b = first; b <= last && !fail; b++)
+			fail = unreadable[b / 8] & (1 << (b % 8));
+		n_read_errors += fail;
+	}
+	pthread_mutex_unlock(&lock);
+	if (fail)
+		nbdkit_error("devmodel: injected EIO into %s count=%" PRIu32
+			     " offset=%" PRIu64, write ? "pwrite" : "pread",
+			     count, offset);
+	return fail;
 }
 
 /* the seek time in ns for a head movement of `dist` bytes */
@@ -297,9 +414,13 @@ static int devmodel_pread(nbdkit_next *next, void *handle, void *buf,
 			  int *err)
 {
 	int64_t done = delay_begin(count, offset, false);
-	int r = next->pread(next, buf, count, offset, flags, err);
+	int r = -1;
 
 	(void)handle;
+	if (inject(count, offset, false))
+		*err = EIO;
+	else
+		r = next->pread(next, buf, count, offset, flags, err);
 	delay_end(done);
 	return r;
 }
@@ -309,9 +430,13 @@ static int devmodel_pwrite(nbdkit_next *next, void *handle, const void *buf,
 			   int *err)
 {
 	int64_t done = delay_begin(count, offset, true);
-	int r = next->pwrite(next, buf, count, offset, flags, err);
+	int r = -1;
 
 	(void)handle;
+	if (inject(count, offset, true))
+		*err = EIO;
+	else
+		r = next->pwrite(next, buf, count, offset, flags, err);
 	delay_end(done);
 	return r;
 }
@@ -320,9 +445,13 @@ static int devmodel_zero(nbdkit_next *next, void *handle, uint32_t count,
 			 uint64_t offset, uint32_t flags, int *err)
 {
 	int64_t done = delay_begin(count, offset, true);
-	int r = next->zero(next, count, offset, flags, err);
+	int r = -1;
 
 	(void)handle;
+	if (inject(count, offset, true))
+		*err = EIO;
+	else
+		r = next->zero(next, count, offset, flags, err);
 	delay_end(done);
 	return r;
 }
@@ -333,6 +462,10 @@ static void devmodel_unload(void)
 		nbdkit_debug("devmodel: %" PRIu64 " requests, %" PRIu64
 			     " adjacent, %.3f s modelled",
 			     n_requests, n_adjacent, busy_ns_total / 1e9);
+	if (n_read_errors || n_write_errors)
+		nbdkit_debug("devmodel: injected %" PRIu64 " read and %" PRIu64
+			     " write errors", n_read_errors, n_write_errors);
+	free(unreadable);
 }
 
 static int devmodel_is_rotational(nbdkit_next *next, void *handle)

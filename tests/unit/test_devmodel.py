@@ -61,9 +61,26 @@ class Nbd:
         return self.handle
 
     def reply(self, lengths: dict[int, int]) -> tuple[int, bytes]:
+        handle, err, data = self.reply_status(lengths)
+        assert err == 0, err
+        return handle, data
+
+    def reply_status(self, lengths: dict[int, int]) -> tuple[int, int,
+                                                             bytes]:
+        """(handle, NBD error, data); a failed read carries no data."""
         magic, err, handle = struct.unpack(">IIQ", self._recv(16))
-        assert magic == REPLY_MAGIC and err == 0, (magic, err)
-        return handle, self._recv(lengths.get(handle, 0))
+        assert magic == REPLY_MAGIC, magic
+        return handle, err, b"" if err else self._recv(
+            lengths.get(handle, 0))
+
+    def status(self, cmd: int, offset: int, length: int,
+               data: bytes = b"") -> int:
+        """The NBD error of one request (0: it succeeded)."""
+        h = self.send(cmd, offset, length, data)
+        got, err, _ = self.reply_status({h: length if cmd == CMD_READ
+                                         else 0})
+        assert got == h
+        return err
 
     def read(self, offset: int, length: int) -> bytes:
         h = self.send(CMD_READ, offset, length)
@@ -312,3 +329,66 @@ def test_ready_as_soon_as_prepared(tmp_path: Path) -> None:
                 s.connect(str(src.socket))
         finally:
             src.close()
+
+
+EIO = 5
+FAST_SSD = {"model": "ssd", "read_us": 0, "write_us": 0}
+
+
+def test_written_blocks_go_bad_until_rewritten(tmp_path):
+    """read_error_rate 1: every write leaves its blocks unreadable (a
+    latent sector error) until it is written again; never-written blocks
+    and the swap header (block 0) read fine."""
+    log = tmp_path / "nbdkit.log"
+    be = Backend("bad", "nvme", dict(FAST_SSD, read_error_rate=1))
+    guest = Guest(memory_mib=256, vcpus=1, swap_mib=8, firmware="seabios",
+                  cmdline="")
+    src = devices.source_for(be, guest, tmp_path, log=log)
+    assert src is not None
+    src.prepare()
+    try:
+        c = Nbd(src.socket)
+        c.write(0, b"h" * 4096)
+        assert c.read(0, 4096) == b"h" * 4096
+        assert c.status(CMD_READ, 5 * 4096, 4096) == 0
+        c.write(4 * 4096, b"x" * 8192)               # blocks 4 and 5
+        assert c.status(CMD_READ, 5 * 4096, 4096) == EIO
+        assert c.status(CMD_READ, 3 * 4096, 8192) == EIO   # touches 4
+        assert c.status(CMD_READ, 6 * 4096, 4096) == 0
+        c.close()
+    finally:
+        src.close()
+    assert devices.injected_faults(log) == {"read_errors": 2,
+                                            "write_errors": 0}
+
+
+def test_bad_blocks_refuse_writes_and_keep_old_data(tmp_path):
+    """write_error_rate 1: every write but the header's fails and stores
+    nothing; reads are unaffected."""
+    log = tmp_path / "nbdkit.log"
+    be = Backend("bad", "nvme", dict(FAST_SSD, write_error_rate=1))
+    guest = Guest(memory_mib=256, vcpus=1, swap_mib=8, firmware="seabios",
+                  cmdline="")
+    src = devices.source_for(be, guest, tmp_path, log=log)
+    assert src is not None
+    src.prepare()
+    try:
+        c = Nbd(src.socket)
+        c.write(0, b"h" * 4096)
+        assert c.status(CMD_WRITE, 4096, 4096, b"y" * 4096) == EIO
+        assert c.read(4096, 4096) == bytes(4096)
+        assert c.read(0, 4096) == b"h" * 4096
+        c.close()
+    finally:
+        src.close()
+    assert devices.injected_faults(log) == {"read_errors": 0,
+                                            "write_errors": 1}
+
+
+def test_fault_rates_validated():
+    with pytest.raises(LabError, match="read_error_rate"):
+        devices.model_params(Backend("n", "nvme", {"model": "ssd",
+                                                   "read_error_rate": -1}))
+    assert devices.injects_faults(Backend("n", "nvme", {
+        "model": "ssd", "write_error_rate": 0.001}))
+    assert not devices.injects_faults(Backend("n", "nvme", {"model": "ssd"}))
