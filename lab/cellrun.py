@@ -123,7 +123,9 @@ def sanity(result: dict[str, Any]) -> list[str]:
             first = flags[name].get("first", "")
             problems.append(f"guest kernel log has {name}: {first}")
     wl = ((result.get("workload") or {}).get("result") or {})
-    mismatches = (wl.get("total") or {}).get("mismatches")
-    if mismatches:
-        problems.append(f"{mismatches} data mismatches")
+    total = wl.get("total") or {}
+    for key, who in (("mismatches", ""), ("fork_mismatches",
+                                          " seen by forked children")):
+        if total.get(key):
+            problems.append(f"{total[key]} data mismatches{who}")
     return problems

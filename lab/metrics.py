@@ -26,6 +26,8 @@ GROUP_FIELDS: dict[str, tuple[str, str, bool]] = {
     "minflt": ("faults", NEUTRAL, False),
     "mismatches": ("pages", LOWER, False),
 }
+# swapbench's schemas read here: /2 only added keys (workloads/README.md)
+SWAPBENCH = ("swapbench/1", "swapbench/2")
 LATENCY_FIELDS = ("avg_us", "min_us", "max_us", "p50_us", "p60_us",
                   "p70_us", "p80_us", "p90_us", "p95_us", "p99_us",
                   "p999_us")
@@ -80,7 +82,7 @@ def observed(result: Mapping[str, Any]) -> Observed:
     """The adapter from the runner's result (swaplab-cell/1) to Observed:
     the only place that knows the runner's field names."""
     wl = (result.get("workload") or {}).get("result")
-    if not isinstance(wl, dict) or wl.get("schema") != "swapbench/1":
+    if not isinstance(wl, dict) or wl.get("schema") not in SWAPBENCH:
         wl = None
     before = result.get("before") or {}
     after = result.get("after") or {}

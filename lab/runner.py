@@ -52,7 +52,10 @@ from lab.matrix import Backend, Cell, Guest, Matrix, Variant
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS_BUILD = REPO / "workloads" / "build"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
-SCHEMAS = {"swapbench": "swapbench/1", "swaplab-memtest": "swaplab-memtest/1"}
+SCHEMAS = {"swapbench": "swapbench/2", "swaplab-memtest": "swaplab-memtest/1"}
+# Programs that run the workload named after their "--" in the same
+# process (exec): the output is the workload's.
+WRAPPERS = ("swapcycle", "swaplab-dilate")
 REASONS = ("panic", "hang", "agent-error", "integrity-error", "wrong-kernel",
            "wrong-firmware", "bad-frame", "oom", "boot-failure",
            "workload-error", "device-mismatch", "lab-error")
@@ -322,6 +325,28 @@ def log_flags(text: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+SWAPCYCLE_RE = re.compile(r"swapcycle: cycle=(\d+) swapoff=(\S+) "
+                          r"off_ms=([\d.]+) swapon=(\S+)"
+                          r"(?: push_ms=([\d.]+))?")
+
+
+def swap_events(text: str) -> dict[str, Any]:
+    """What the guest kernel said about its swap device under faults:
+    swap read and write errors (mm/page_io.c; printed rate-limited, so
+    these are lower bounds), block-layer I/O errors, and the swapoff
+    cycles of swapcycle (workloads/swapcycle.c)."""
+    cycles = [{"cycle": int(m.group(1)), "swapoff": m.group(2),
+               "off_ms": float(m.group(3)), "swapon": m.group(4),
+               "push_ms": float(m.group(5)) if m.group(5) else None}
+              for m in SWAPCYCLE_RE.finditer(text)]
+    return {"read_errors": text.count("Read-error on swap-device"),
+            "write_errors": text.count("Write-error on swap-device"),
+            # blk_print_req_error(): "I/O error", "critical medium
+            # error" (what NVMe media errors become) and the rest
+            "io_errors": len(re.findall(r"error, dev \S+, sector", text)),
+            "swapcycle": cycles}
+
+
 def strip_klog(text: str) -> str:
     return re.sub(r"(?m)^<\d+>", "", text)
 
@@ -431,13 +456,21 @@ def classify(spec: CellSpec, setup: backends.Setup | None,
         except ValueError as exc:
             return "workload-error", f"workload stdout is not JSON: {exc}", \
                 payload
-        want = SCHEMAS.get(Path(spec.argv[0]).name) if spec.argv else None
+        want = SCHEMAS.get(workload_program(spec.argv))
         schema = doc.get("schema") if isinstance(doc, dict) else None
         if not isinstance(doc, dict) or (want and schema != want):
             return "workload-error", (f"workload stdout is not a "
                                       f"{want or 'JSON object'} document "
                                       f"(schema {schema!r})"), payload
     return None, "", payload
+
+
+def workload_program(argv: list[str]) -> str | None:
+    """The name of the program whose output a cell reads: argv[0], or
+    what a wrapper (swapcycle -- swapbench ...) runs."""
+    while argv and Path(argv[0]).name in WRAPPERS and "--" in argv:
+        argv = argv[argv.index("--") + 1:]
+    return Path(argv[0]).name if argv else None
 
 
 def build_result(spec: CellSpec, setup: backends.Setup | None,
@@ -499,7 +532,9 @@ def build_result(spec: CellSpec, setup: backends.Setup | None,
     res["workload"] = wl
     res["trace"] = payload.get("trace")
     klog = payload.get("kernel_log") or {}
-    res["kernel_log_flags"] = log_flags(strip_klog(klog.get("text") or ""))
+    klog_text = strip_klog(klog.get("text") or "")
+    res["kernel_log_flags"] = log_flags(klog_text)
+    res["swap_events"] = swap_events(klog_text)
     res["agent"] = {"version": payload.get("agent_version"),
                     "status": payload.get("status"),
                     "errors": payload.get("errors", []),
@@ -638,6 +673,9 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
         finally_remove_images(cache / "images" / spec.cell_id,
                               spec.keep_images)
     result["dilation"] = dilated
+    if devices.injects_faults(spec.backend):
+        result["device_faults"] = devices.injected_faults(
+            spec.out_dir / "nbdkit.log")
     atomic_write(spec.out_dir / "result.json",
                  json.dumps(result, indent=1, sort_keys=False) + "\n")
     return CellResult(spec.cell_id, result["outcome"], result["reason"],

@@ -50,16 +50,23 @@ void usage(FILE *f)
 "      --no-verify            do not check page stamps\n"
 "      --no-final-verify      skip the read-back sweep after the run\n"
 "      --no-latency           do not time page touches\n"
+"      --survive-sigbus       a process killed by SIGBUS (a swap read error)\n"
+"                             is io-killed, not a crash; the others go on\n"
+"      --fork-share           after pass 0 each process forks a child that\n"
+"                             verifies the areas it shares copy-on-write\n"
 "      --dump-order           print the page order of task 0 and exit\n"
 "      --selftest-hist        histogram test: ns values on stdin, \"--\"\n"
 "                             separates sets; prints percentiles\n"
-"      --corrupt-page N       test: damage page N of task 0 after pass 0\n"
+"      --corrupt-page N[:OFF] test: flip byte OFF [0] of page N of task 0\n"
+"                             after pass 0 wrote it\n"
 "      --test-kill-page N     test: task 0 SIGKILLs itself at page N\n"
+"      --test-sigbus-page N   test: task 0 raises SIGBUS at page N of pass 1\n"
+"                             (pass 0 if there is one pass)\n"
 "  -q, --quiet                no summary on stderr\n"
 "  -h, --help                 this text\n"
 "\n"
 "exit: 0 ok, 1 error, 2 usage, 3 data mismatch, 4 enomem, 5 oom (child\n"
-"SIGKILLed), 6 child crashed\n", f);
+"SIGKILLed), 6 child crashed; io-killed processes alone exit 0\n", f);
 }
 
 enum {
@@ -86,6 +93,9 @@ enum {
 	OPT_SELFTEST_HIST,
 	OPT_CORRUPT,
 	OPT_KILL,
+	OPT_SIGBUS,
+	OPT_SURVIVE_SIGBUS,
+	OPT_FORK_SHARE,
 };
 
 static const struct option long_opts[] = {
@@ -120,6 +130,9 @@ static const struct option long_opts[] = {
 	{ "selftest-hist", no_argument, NULL, OPT_SELFTEST_HIST },
 	{ "corrupt-page", required_argument, NULL, OPT_CORRUPT },
 	{ "test-kill-page", required_argument, NULL, OPT_KILL },
+	{ "test-sigbus-page", required_argument, NULL, OPT_SIGBUS },
+	{ "survive-sigbus", no_argument, NULL, OPT_SURVIVE_SIGBUS },
+	{ "fork-share", no_argument, NULL, OPT_FORK_SHARE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -213,6 +226,26 @@ static int set_size(struct sb_group *g, enum sb_size kind, const char *arg)
 		return bad("bad size or fraction '%s'", arg);
 	g->size_kind = kind;
 	g->size_arg = v;
+	return 0;
+}
+
+/* --corrupt-page N[:OFFSET] */
+static int parse_corrupt(struct sb_config *cfg, const char *s)
+{
+	const char *colon = strchr(s, ':');
+	size_t len = colon ? (size_t)(colon - s) : strlen(s);
+	uint64_t page, off = 0;
+	char num[32];
+
+	if (len >= sizeof(num))
+		return -1;
+	memcpy(num, s, len);
+	num[len] = '\0';
+	if (parse_u64(num, 0, 1ULL << 48, &page) ||
+	    (colon && parse_u64(colon + 1, 0, UINT32_MAX, &off)))
+		return -1;
+	cfg->corrupt_page = (int64_t)page;
+	cfg->corrupt_offset = off;
 	return 0;
 }
 
@@ -344,14 +377,23 @@ static int parse_one(struct sb_config *cfg, int c, const char *arg,
 		*action = ACT_SELFTEST_HIST;
 		return 0;
 	case OPT_CORRUPT:
-		if (parse_u64(arg, 0, 1ULL << 48, &u))
-			return bad("bad --corrupt-page '%s'", arg);
-		cfg->corrupt_page = (int64_t)u;
-		return 0;
+		return parse_corrupt(cfg, arg) ?
+		       bad("bad --corrupt-page '%s'", arg) : 0;
 	case OPT_KILL:
 		if (parse_u64(arg, 0, 1ULL << 48, &u))
 			return bad("bad --test-kill-page '%s'", arg);
 		cfg->kill_page = (int64_t)u;
+		return 0;
+	case OPT_SIGBUS:
+		if (parse_u64(arg, 0, 1ULL << 48, &u))
+			return bad("bad --test-sigbus-page '%s'", arg);
+		cfg->sigbus_page = (int64_t)u;
+		return 0;
+	case OPT_SURVIVE_SIGBUS:
+		cfg->survive_sigbus = true;
+		return 0;
+	case OPT_FORK_SHARE:
+		cfg->fork_share = true;
 		return 0;
 	case 'q':
 		cfg->quiet = true;
@@ -385,6 +427,7 @@ static void defaults(struct sb_config *cfg)
 	cfg->latency = true;
 	cfg->corrupt_page = -1;
 	cfg->kill_page = -1;
+	cfg->sigbus_page = -1;
 	cfg->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
@@ -398,6 +441,19 @@ static int env_hook(const char *name, int64_t *val)
 	if (parse_u64(s, 0, 1ULL << 48, &u))
 		return bad("bad value in environment variable %s", name);
 	*val = (int64_t)u;
+	return 0;
+}
+
+/* SWAPBENCH_CORRUPT_PAGE=N[:OFFSET], unless --corrupt-page was given */
+static int env_corrupt(struct sb_config *cfg)
+{
+	const char *s = getenv("SWAPBENCH_CORRUPT_PAGE");
+
+	if (!s || !*s || cfg->corrupt_page >= 0)
+		return 0;
+	if (parse_corrupt(cfg, s))
+		return bad("bad value in environment variable %s",
+			   "SWAPBENCH_CORRUPT_PAGE");
 	return 0;
 }
 
@@ -444,6 +500,10 @@ static int finalize(struct sb_config *cfg, const struct seen *seen,
 						   1 : 2);
 	if (cfg->calib_file && action == ACT_RUN && !seen->work_us)
 		return bad("%s", "--work-calibration needs --work-us");
+	if (cfg->fork_share && !cfg->verify)
+		return bad("%s", "--fork-share verifies: not with --no-verify");
+	/* the first pass that reads back what was written, as a swap-in */
+	cfg->sigbus_pass = cfg->passes == 1 ? 0 : 1;
 
 	cfg->ngroups = cfg->mode == MODE_COMBINED ? 2 : 1;
 	fg->name = cfg->mode == MODE_COMBINED ? "fg" :
@@ -509,7 +569,10 @@ static int finalize(struct sb_config *cfg, const struct seen *seen,
 	     (uint64_t)cfg->corrupt_page % cfg->step))
 		return bad("%s", "--corrupt-page must be a visited page of "
 			   "the area");
-	stamp_key_init(&cfg->skey, cfg->seed);
+	if (cfg->corrupt_offset >= cfg->page_size)
+		return bad("--corrupt-page: the offset must be below the page "
+			   "size (%" PRIu64 ")", cfg->page_size);
+	stamp_key_init(&cfg->skey, cfg->seed, cfg->page_size);
 	return 0;
 }
 
@@ -538,8 +601,9 @@ int options_parse(struct sb_config *cfg, int argc, char **argv, int *action)
 	    cfg->grp[0].pattern != PAT_SEQ)
 		fputs("swapbench: note: fill mode with a non-sequential "
 		      "pattern\n", stderr);
-	if (env_hook("SWAPBENCH_CORRUPT_PAGE", &cfg->corrupt_page) ||
-	    env_hook("SWAPBENCH_KILL_PAGE", &cfg->kill_page))
+	if (env_corrupt(cfg) ||
+	    env_hook("SWAPBENCH_KILL_PAGE", &cfg->kill_page) ||
+	    env_hook("SWAPBENCH_SIGBUS_PAGE", &cfg->sigbus_page))
 		goto fail;
 	if (finalize(cfg, &seen, *action))
 		goto fail;

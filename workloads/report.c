@@ -3,6 +3,7 @@
  * Results: the JSON document on stdout and the summary on stderr.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ static const char *const status_names[] = {
 	[ST_NOTRUN] = "notrun",
 	[ST_RUNNING] = "running",
 	[ST_OK] = "ok",
+	[ST_IO_KILLED] = "io-killed",
 	[ST_ERROR] = "error",
 	[ST_CRASH] = "crash",
 	[ST_ENOMEM] = "enomem",
@@ -37,8 +39,11 @@ struct agg {
 	uint64_t pages;
 	uint64_t minflt;
 	uint64_t majflt;
-	uint64_t mismatches;
+	uint64_t mismatches;	/* the verifiers' apart, in fork_* */
 	uint64_t verified;
+	uint64_t fork_mismatches;
+	uint64_t fork_verified;
+	uint64_t io_killed;	/* processes and verifiers */
 	uint64_t final_pages;
 	uint64_t final_ns;	/* longest final sweep */
 	uint64_t passes_min;
@@ -84,6 +89,8 @@ static void agg_task(struct agg *a, const struct sb_task *t)
 	a->majflt += t->majflt;
 	a->mismatches += t->mismatches;
 	a->verified += t->verified_pages;
+	a->fork_mismatches += t->fork_mismatches;
+	a->fork_verified += t->fork_verified_pages;
 	a->final_pages += t->final_pages;
 	if (t->final_ns > a->final_ns)
 		a->final_ns = t->final_ns;
@@ -166,6 +173,9 @@ static void emit_agg(struct jw *w, const struct sb_config *cfg,
 	jw_u64(w, "majflt", majflt);
 	jw_u64(w, "mismatches", a->mismatches);
 	jw_u64(w, "verified_pages", a->verified);
+	jw_u64(w, "procs_io_killed", a->io_killed);
+	jw_u64(w, "fork_mismatches", a->fork_mismatches);
+	jw_u64(w, "fork_verified_pages", a->fork_verified);
 	jw_u64(w, "final_verify_pages", a->final_pages);
 	jw_dbl(w, "final_verify_s", (double)a->final_ns / 1e9, 6);
 	jw_kb(w, "anon_huge_kb_first_pass", a->huge_first_kb);
@@ -211,8 +221,11 @@ static void emit_config(struct jw *w, const struct sb_config *cfg)
 		jw_str(w, "work_calibration", cfg->calib_file);
 	else
 		jw_null(w, "work_calibration");
+	jw_bool(w, "survive_sigbus", cfg->survive_sigbus);
+	jw_bool(w, "fork_share", cfg->fork_share);
 	jw_i64(w, "corrupt_page", cfg->corrupt_page);
 	jw_i64(w, "kill_page", cfg->kill_page);
+	jw_i64(w, "sigbus_page", cfg->sigbus_page);
 	jw_obj_end(w);
 }
 
@@ -263,6 +276,9 @@ static void emit_task(struct jw *w, const struct sb_config *cfg,
 	jw_u64(w, "majflt", t->majflt);
 	jw_u64(w, "mismatches", t->mismatches);
 	jw_u64(w, "verified_pages", t->verified_pages);
+	jw_u64(w, "fork_mismatches", t->fork_mismatches);
+	jw_u64(w, "fork_verified_pages", t->fork_verified_pages);
+	jw_dbl(w, "fork_verify_s", (double)t->fork_ns / 1e9, 6);
 	jw_u64(w, "final_verify_pages", t->final_pages);
 	jw_dbl(w, "final_verify_s", (double)t->final_ns / 1e9, 6);
 	jw_kb(w, "anon_huge_kb_first_pass", t->anon_huge_kb_first);
@@ -270,6 +286,23 @@ static void emit_task(struct jw *w, const struct sb_config *cfg,
 	jw_kb(w, "rss_kb_end", t->rss_kb_end);
 	jw_kb(w, "swap_kb_end", t->swap_kb_end);
 	emit_latency(w, cfg, &t->hist);
+	jw_obj_end(w);
+}
+
+static void emit_mismatch(struct jw *w, const struct sb_config *cfg,
+			  const struct sb_task *t, unsigned int i,
+			  const struct mismatch *m, bool fork)
+{
+	jw_obj_begin(w, NULL);
+	jw_u64(w, "task", i);
+	jw_str(w, "group", cfg->grp[t->group].name);
+	jw_bool(w, "fork", fork);
+	jw_u64(w, "page", m->page);
+	jw_hex(w, "addr", m->addr);
+	jw_u64(w, "offset", m->offset);
+	jw_u64(w, "pass", m->pass);
+	jw_hex(w, "expected", m->expected);
+	jw_hex(w, "found", m->found);
 	jw_obj_end(w);
 }
 
@@ -282,32 +315,23 @@ static void emit_mismatches(struct jw *w, const struct sb_config *cfg,
 	for (i = 0; i < cfg->ntasks; i++) {
 		const struct sb_task *t = &sh->task[i];
 
-		for (j = 0; j < t->nmis; j++) {
-			const struct mismatch *m = &t->mis[j];
-
-			jw_obj_begin(w, NULL);
-			jw_u64(w, "task", i);
-			jw_str(w, "group", cfg->grp[t->group].name);
-			jw_u64(w, "page", m->page);
-			jw_hex(w, "addr", m->addr);
-			jw_u64(w, "offset", m->offset);
-			jw_u64(w, "pass", m->pass);
-			jw_hex(w, "expected", m->expected);
-			jw_hex(w, "found", m->found);
-			jw_obj_end(w);
-		}
+		for (j = 0; j < t->nmis; j++)
+			emit_mismatch(w, cfg, t, i, &t->mis[j], false);
+		for (j = 0; j < t->fork_nmis; j++)
+			emit_mismatch(w, cfg, t, i, &t->fork_mis[j], true);
 	}
 	jw_arr_end(w);
 }
 
 static void emit_procs(struct jw *w, const struct sb_config *cfg,
-		       const struct sb_result *res)
+		       const struct sb_shared *sh, const struct sb_result *res)
 {
 	unsigned int i;
 
 	jw_arr_begin(w, "processes");
 	for (i = 0; i < cfg->nprocs; i++) {
 		const struct sb_proc *p = &res->procs[i];
+		const struct sb_pstate *ps = &sh->proc[i];
 
 		jw_obj_begin(w, NULL);
 		jw_str(w, "group", cfg->grp[p->group].name);
@@ -318,13 +342,40 @@ static void emit_procs(struct jw *w, const struct sb_config *cfg,
 		jw_i64(w, "signal", p->signal);
 		jw_u64(w, "minflt", p->minflt);
 		jw_u64(w, "majflt", p->majflt);
+		jw_i64(w, "fork_pid", ps->fork_pid);
+		if (cfg->fork_share)
+			jw_str(w, "fork_status", status_name(ps->fork_status));
+		else
+			jw_null(w, "fork_status");
+		jw_i64(w, "fork_signal", ps->fork_signal);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
 }
 
+/* processes and their verifiers killed by SIGBUS with --survive-sigbus */
+static uint64_t count_io_killed(const struct sb_config *cfg,
+				const struct sb_shared *sh,
+				const struct sb_result *res, unsigned int g)
+{
+	const struct sb_group *gr = &cfg->grp[g];
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = gr->first_proc; i < gr->first_proc + gr->procs; i++) {
+		const struct sb_pstate *ps = &sh->proc[i];
+
+		n += res->procs[i].status == ST_IO_KILLED;
+		/* and not one that went down with its process */
+		n += ps->fork_status == ST_IO_KILLED &&
+		     ps->fork_signal == SIGBUS;
+	}
+	return n;
+}
+
 static void group_agg(const struct sb_config *cfg, const struct sb_shared *sh,
-		      unsigned int g, struct agg *a)
+		      const struct sb_result *res, unsigned int g,
+		      struct agg *a)
 {
 	const struct sb_group *gr = &cfg->grp[g];
 	unsigned int i;
@@ -332,6 +383,19 @@ static void group_agg(const struct sb_config *cfg, const struct sb_shared *sh,
 	agg_init(a);
 	for (i = 0; i < gr->procs * gr->threads; i++)
 		agg_task(a, &sh->task[gr->first_task + i]);
+	a->io_killed = count_io_killed(cfg, sh, res, g);
+}
+
+static void total_agg(const struct sb_config *cfg, const struct sb_shared *sh,
+		      const struct sb_result *res, struct agg *a)
+{
+	unsigned int i;
+
+	agg_init(a);
+	for (i = 0; i < cfg->ntasks; i++)
+		agg_task(a, &sh->task[i]);
+	for (i = 0; i < cfg->ngroups; i++)
+		a->io_killed += count_io_killed(cfg, sh, res, i);
 }
 
 void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
@@ -347,12 +411,13 @@ void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 		free(tot);
 		return;
 	}
-	agg_init(tot);
 	jw_init(&w, stdout);
 	jw_obj_begin(&w, NULL);
 	jw_str(&w, "schema", SB_SCHEMA);
+	total_agg(cfg, sh, res, tot);
 	jw_str(&w, "status", status_name(res->status));
 	jw_i64(&w, "exit_code", res->exit_code);
+	jw_u64(&w, "procs_io_killed", tot->io_killed);
 	jw_str(&w, "mode", mode_name(cfg->mode));
 	emit_config(&w, cfg);
 	emit_system(&w, cfg);
@@ -366,7 +431,7 @@ void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 			minflt += res->procs[gr->first_proc + i].minflt;
 			majflt += res->procs[gr->first_proc + i].majflt;
 		}
-		group_agg(cfg, sh, g, a);
+		group_agg(cfg, sh, res, g, a);
 		jw_obj_begin(&w, NULL);
 		jw_str(&w, "name", gr->name);
 		jw_str(&w, "pattern", pattern_name(gr->pattern));
@@ -378,8 +443,6 @@ void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 	}
 	jw_arr_end(&w);
 
-	for (i = 0; i < cfg->ntasks; i++)
-		agg_task(tot, &sh->task[i]);
 	jw_obj_begin(&w, "total");
 	emit_agg(&w, cfg, tot, res->minflt, res->majflt);
 	jw_obj_end(&w);
@@ -407,7 +470,7 @@ void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 	for (i = 0; i < cfg->ntasks; i++)
 		emit_task(&w, cfg, &sh->task[i], i);
 	jw_arr_end(&w);
-	emit_procs(&w, cfg, res);
+	emit_procs(&w, cfg, sh, res);
 	emit_mismatches(&w, cfg, sh);
 	jw_obj_end(&w);
 	jw_finish(&w);
@@ -457,6 +520,13 @@ static void human_agg(const struct sb_config *cfg, const char *name,
 		" mismatches; %s\n", name, a->pages, mib, wall,
 		rate((double)a->pages, wall), rate(mib, wall), minflt,
 		majflt, a->verified, a->mismatches, status_name(a->status));
+	if (cfg->fork_share)
+		fprintf(stderr, "  fork-share children: verified %" PRIu64
+			" pages, %" PRIu64 " mismatches\n", a->fork_verified,
+			a->fork_mismatches);
+	if (a->io_killed)
+		fprintf(stderr, "  processes io-killed (SIGBUS): %" PRIu64 "\n",
+			a->io_killed);
 	if (a->huge_first_kb >= 0)
 		fprintf(stderr, "  AnonHugePages after pass 1: %" PRId64
 			" kB, at the end: %" PRId64 " kB\n", a->huge_first_kb,
@@ -486,16 +556,14 @@ void report_human(const struct sb_config *cfg, const struct sb_shared *sh,
 			minflt += res->procs[gr->first_proc + i].minflt;
 			majflt += res->procs[gr->first_proc + i].majflt;
 		}
-		group_agg(cfg, sh, g, a);
+		group_agg(cfg, sh, res, g, a);
 		snprintf(name, sizeof(name), "%s (%s, %ux%u x %.1f MiB)",
 			 gr->name, pattern_name(gr->pattern), gr->procs,
 			 gr->threads, (double)gr->size / 1048576.0);
 		human_agg(cfg, name, a, minflt, majflt);
 	}
 	if (cfg->ngroups > 1) {
-		agg_init(a);
-		for (i = 0; i < cfg->ntasks; i++)
-			agg_task(a, &sh->task[i]);
+		total_agg(cfg, sh, res, a);
 		human_agg(cfg, "total", a, res->minflt, res->majflt);
 	}
 	fprintf(stderr, "swapbench: status %s, exit %d\n",

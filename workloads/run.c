@@ -2,7 +2,9 @@
 /*
  * The tasks: map the area, touch its pages pass after pass, time the
  * first touch of every page, stamp and verify, then sweep the area once
- * more to check the last stamps.
+ * more to check the last stamps.  With --fork-share the threads of a
+ * process meet after pass 0 and its main thread forks a verifier that
+ * sweeps the areas it shares copy-on-write while the passes go on.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -22,12 +26,23 @@
 #define STOP_CHECK_MASK 63	/* look at the clock every 64 pages */
 #define MIS_PRINT_MAX 16
 
+/* --fork-share: the process's threads meet after pass 0 */
+struct fork_meet {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int arrived;
+	bool released;		/* the main thread has forked */
+};
+
 struct task_ctx {
 	const struct sb_config *cfg;
 	struct sb_shared *sh;
 	struct sb_task *t;
 	const struct sb_group *g;
+	struct fork_meet *meet;	/* NULL without --fork-share */
 	unsigned int idx;	/* global task index */
+	unsigned int pidx;	/* global process index */
+	bool met;		/* has been to the fork meeting */
 	char *base;
 	uint64_t npages;
 	uint64_t deadline;	/* 0: none */
@@ -37,29 +52,71 @@ struct task_ctx {
 	uint64_t cpu0;		/* thread CPU time at the start */
 };
 
-static void barrier_arrive(struct sb_shared *sh, unsigned int id)
+static void barrier_arrive(struct sb_shared *sh, unsigned int pidx,
+			   unsigned int id)
 {
+	__atomic_add_fetch(&sh->proc[pidx].arrived[id], 1, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&sh->barrier[id], 1, __ATOMIC_SEQ_CST);
 }
 
-/* wait for all tasks, or for the parent's abort when a child died */
-static void barrier_wait(struct sb_shared *sh, unsigned int id,
-			 unsigned int n)
+/*
+ * All tasks have arrived.  Once a process is gone (io-killed), the sum
+ * of all arrivals no longer tells: count each process on its own, a
+ * gone one as if all its tasks had arrived.
+ */
+static bool barrier_done(const struct sb_config *cfg,
+			 const struct sb_shared *sh, unsigned int id)
+{
+	unsigned int i, n = 0;
+
+	if (!__atomic_load_n(&sh->ngone, __ATOMIC_SEQ_CST))
+		return __atomic_load_n(&sh->barrier[id], __ATOMIC_SEQ_CST) >=
+		       cfg->ntasks;
+	for (i = 0; i < cfg->nprocs; i++) {
+		const struct sb_pstate *p = &sh->proc[i];
+
+		n += __atomic_load_n(&p->gone, __ATOMIC_SEQ_CST) ? p->threads :
+		     __atomic_load_n(&p->arrived[id], __ATOMIC_SEQ_CST);
+	}
+	return n >= cfg->ntasks;
+}
+
+/* wait for all live tasks, or for the parent's abort when a child died */
+static void barrier_wait(const struct sb_config *cfg, struct sb_shared *sh,
+			 unsigned int pidx, unsigned int id)
 {
 	struct timespec ts = { 0, 100000 };
 
-	barrier_arrive(sh, id);
-	while (__atomic_load_n(&sh->barrier[id], __ATOMIC_ACQUIRE) < n &&
+	barrier_arrive(sh, pidx, id);
+	while (!barrier_done(cfg, sh, id) &&
 	       !__atomic_load_n(&sh->abort, __ATOMIC_ACQUIRE))
 		nanosleep(&ts, NULL);
+}
+
+/* combined mode: stop the background once every foreground task is done */
+void fg_check_stop(const struct sb_config *cfg, struct sb_shared *sh)
+{
+	const struct sb_group *fg = &cfg->grp[0];
+	unsigned int i, n = 0;
+
+	if (cfg->mode != MODE_COMBINED)
+		return;
+	for (i = 0; i < fg->procs; i++) {
+		const struct sb_pstate *p = &sh->proc[fg->first_proc + i];
+
+		n += __atomic_load_n(&p->gone, __ATOMIC_SEQ_CST) ? p->threads :
+		     __atomic_load_n(&p->fg_done, __ATOMIC_SEQ_CST);
+	}
+	if (n >= fg->procs * fg->threads)
+		__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
 }
 
 static void fg_done(struct task_ctx *c)
 {
 	if (c->cfg->mode != MODE_COMBINED || c->g->until_fg_done)
 		return;
-	if (!__atomic_sub_fetch(&c->sh->fg_left, 1, __ATOMIC_SEQ_CST))
-		__atomic_store_n(&c->sh->stop, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&c->sh->proc[c->pidx].fg_done, 1, __ATOMIC_SEQ_CST);
+	fg_check_stop(c->cfg, c->sh);
 }
 
 /*
@@ -116,8 +173,10 @@ static void area_sample(struct task_ctx *c, bool first)
 	}
 }
 
+/* @fork: found by the --fork-share verifier, kept apart */
 static void note_mismatch(struct task_ctx *c, uint64_t page, uint64_t pass,
-			  uint64_t off, uint64_t expected, uint64_t found)
+			  uint64_t off, uint64_t expected, uint64_t found,
+			  unsigned int nbad, bool fork)
 {
 	struct sb_task *t = c->t;
 	struct mismatch m = {
@@ -127,37 +186,68 @@ static void note_mismatch(struct task_ctx *c, uint64_t page, uint64_t pass,
 		.pass = pass,
 		.expected = expected,
 		.found = found,
+		.nbad = nbad,
 	};
+	uint64_t *count = fork ? &t->fork_mismatches : &t->mismatches;
+	unsigned int *n = fork ? &t->fork_nmis : &t->nmis;
 
-	t->mismatches++;
-	if (t->nmis < SB_TASK_MIS)
-		t->mis[t->nmis++] = m;
-	if (t->mismatches <= MIS_PRINT_MAX)
-		mismatch_print(&c->cfg->skey, c->idx, &m);
+	++*count;
+	if (*n < SB_TASK_MIS)
+		(fork ? t->fork_mis : t->mis)[(*n)++] = m;
+	if (*count <= MIS_PRINT_MAX)
+		mismatch_print(&c->cfg->skey, c->idx, &m, fork);
 }
 
-/* compare a page's old stamps with the expected ones */
-static inline void check_page(struct task_ctx *c, uint64_t page,
-			      uint64_t pass, uint64_t head, uint64_t tail,
-			      uint64_t eh, uint64_t et)
+/*
+ * One page checked: its old head @head (expected @eh) and @nbad bad
+ * sector words, the first of them sector @bad holding @found (the page's
+ * expected base @eb, or zero if @zero).  A bad page is one mismatch,
+ * reported at its first bad word.
+ */
+static inline void page_checked(struct task_ctx *c, uint64_t page,
+				uint64_t pass, uint64_t head, uint64_t eh,
+				unsigned int nbad, unsigned int bad,
+				uint64_t found, uint64_t eb, bool zero,
+				bool fork)
 {
-	c->t->verified_pages++;
+	const struct stamp_key *k = &c->cfg->skey;
+
+	if (fork)
+		c->t->fork_verified_pages++;
+	else
+		c->t->verified_pages++;
 	if (__builtin_expect(head != eh, 0))
-		note_mismatch(c, page, pass, 0, eh, head);
-	else if (__builtin_expect(tail != et, 0))
-		note_mismatch(c, page, pass, c->cfg->page_size - 8, et, tail);
+		note_mismatch(c, page, pass, 0, eh, head, nbad + 1, fork);
+	else if (__builtin_expect(nbad != 0, 0))
+		note_mismatch(c, page, pass, stamp_word(k, bad) * 8,
+			      zero ? 0 : stamp_sector(k, eb, bad), found, nbad,
+			      fork);
 }
 
-static void test_hooks(struct task_ctx *c, uint64_t page, uint64_t *head)
+/* what the kernel does to a process whose swap-in read fails */
+static void raise_sigbus(void)
+{
+	struct rlimit no_core = { 0, 0 };
+
+	/* no core file, nor a core_pattern pipe helper, for a test */
+	setrlimit(RLIMIT_CORE, &no_core);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	raise(SIGBUS);
+}
+
+static void test_hooks(struct task_ctx *c, uint64_t page, uint64_t pass,
+		       uint64_t *p)
 {
 	const struct sb_config *cfg = c->cfg;
 
-	if ((int64_t)page == cfg->corrupt_page) {
+	if (pass == 0 && (int64_t)page == cfg->corrupt_page) {
 		/* one byte of the page goes bad after it was written */
-		((volatile unsigned char *)head)[0] ^= 0xff;
+		((volatile unsigned char *)p)[cfg->corrupt_offset] ^= 0xff;
 	}
-	if ((int64_t)page == cfg->kill_page)
+	if (pass == 0 && (int64_t)page == cfg->kill_page)
 		kill(getpid(), SIGKILL);
+	if (pass == cfg->sigbus_pass && (int64_t)page == cfg->sigbus_page)
+		raise_sigbus();
 }
 
 static bool should_stop(struct task_ctx *c, uint64_t pass)
@@ -176,8 +266,10 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 	struct sb_task *t = c->t;
 	bool record = cfg->latency && pass >= cfg->warmup_passes;
 	bool check = cfg->verify && pass > 0;
-	bool hooks = c->idx == 0 && pass == 0 &&
-		     (cfg->corrupt_page >= 0 || cfg->kill_page >= 0);
+	bool hooks = c->idx == 0 &&
+		     ((pass == 0 && (cfg->corrupt_page >= 0 ||
+				     cfg->kill_page >= 0)) ||
+		      (pass == cfg->sigbus_pass && cfg->sigbus_page >= 0));
 	uint64_t psz = cfg->page_size, page, n = 0;
 	uint64_t t0 = 0, t1 = 0;
 	struct order o;
@@ -188,36 +280,35 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 	c->last_pos = 0;
 	c->started = true;
 	while (order_next(&o, &page)) {
-		uint64_t *head = (uint64_t *)(c->base + page * psz);
-		volatile uint64_t *tail = (uint64_t *)(c->base + page * psz +
-						       psz - 8);
+		uint64_t *p = (uint64_t *)(c->base + page * psz);
 		uint64_t nh = stamp_head(k, page, pass);
-		uint64_t nt = stamp_tail(k, page, pass);
+		uint64_t nb = stamp_base(k, page, pass);
 		uint64_t old = 0;
 
 		/* the first touch of the page: the access that may fault */
 		if (record)
 			t0 = now_ns();
 		if (check)
-			old = __atomic_exchange_n(head, nh, __ATOMIC_RELAXED);
+			old = __atomic_exchange_n(p, nh, __ATOMIC_RELAXED);
 		else
-			*(volatile uint64_t *)head = nh;
+			*(volatile uint64_t *)p = nh;
 		if (record) {
 			t1 = now_ns();
 			hist_add(&t->hist, t1 - t0);
 		}
 		if (check) {
-			uint64_t old_tail = *tail;
+			uint64_t ob = stamp_base(k, page, pass - 1), found = 0;
+			unsigned int bad = 0, nbad;
 
-			*tail = nt;
-			check_page(c, page, pass - 1, old, old_tail,
-				   stamp_head(k, page, pass - 1),
-				   stamp_tail(k, page, pass - 1));
+			nbad = stamp_swap(k, p, ob, nb, &bad, &found);
+			page_checked(c, page, pass - 1, old,
+				     stamp_head(k, page, pass - 1), nbad, bad,
+				     found, ob, false, false);
 		} else {
-			*tail = nt;
+			stamp_write(k, p, nb);
 		}
 		if (__builtin_expect(hooks, 0))
-			test_hooks(c, page, head);
+			test_hooks(c, page, pass, p);
 		c->last_pos++;
 
 		if (cfg->work == WORK_BUSY)
@@ -248,6 +339,30 @@ static void first_pass_done(struct task_ctx *c)
 	c->t->first_pass_cpu_ns = thread_cpu_ns() - c->cpu0;
 }
 
+/*
+ * --fork-share: wait here until every thread of the process is here and
+ * the main thread has forked the verifier (fork_verifier()), so that the
+ * verifier's copy of every area and of every task's progress is taken
+ * at rest.  The wait is left out of the task's elapsed time.
+ */
+static void fork_meet(struct task_ctx *c)
+{
+	struct fork_meet *m = c->meet;
+	uint64_t t0;
+
+	if (!m || c->met)
+		return;
+	c->met = true;
+	t0 = now_ns();
+	pthread_mutex_lock(&m->lock);
+	m->arrived++;
+	pthread_cond_broadcast(&m->cond);
+	while (!m->released)
+		pthread_cond_wait(&m->cond, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+	c->t->excluded_ns += now_ns() - t0;
+}
+
 static void run_main(struct task_ctx *c)
 {
 	const struct sb_config *cfg = c->cfg;
@@ -265,20 +380,27 @@ static void run_main(struct task_ctx *c)
 		if (pass > 0 && should_stop(c, pass))
 			break;
 		if (!run_pass(c, pass)) {
-			if (pass == 0)
+			if (pass == 0) {
 				first_pass_done(c);
+				fork_meet(c);
+			}
 			break;
 		}
 		c->t->passes++;
 		if (pass == 0) {
 			first_pass_done(c);
 			area_sample(c, true);
+			fork_meet(c);
 		}
 	}
 }
 
-/* read every page back and check the stamps left by the run */
-static void final_sweep(struct task_ctx *c)
+/*
+ * Read every page back in the order of the last pass and check the
+ * stamps it left: after the run (final sweep), or in the --fork-share
+ * verifier (@fork) with the progress copied at the fork.
+ */
+static void sweep(struct task_ctx *c, bool fork)
 {
 	const struct sb_config *cfg = c->cfg;
 	const struct stamp_key *k = &cfg->skey;
@@ -291,25 +413,30 @@ static void final_sweep(struct task_ctx *c)
 	order_init(&o, c->g->pattern, c->npages, cfg->step, cfg->seed,
 		   c->idx, p);
 	while (order_next(&o, &page)) {
-		const volatile uint64_t *head =
-			(const uint64_t *)(c->base + page * psz);
-		const volatile uint64_t *tail =
-			(const uint64_t *)(c->base + page * psz + psz - 8);
-		uint64_t h = *head, tl = *tail;
+		const uint64_t *pg = (const uint64_t *)(c->base + page * psz);
+		uint64_t h = *(const volatile uint64_t *)pg, found = 0;
+		uint64_t q = i < c->last_pos ? p : p - 1, eh = 0, eb = 0;
+		/* never written (pass 0 cut short): must still read as zero */
+		bool zero = i >= c->last_pos && p == 0;
+		unsigned int bad = 0, nbad;
 
-		if (i < c->last_pos)
-			check_page(c, page, p, h, tl, stamp_head(k, page, p),
-				   stamp_tail(k, page, p));
-		else if (p > 0)
-			check_page(c, page, p - 1, h, tl,
-				   stamp_head(k, page, p - 1),
-				   stamp_tail(k, page, p - 1));
-		else	/* never written: must still read as zero */
-			check_page(c, page, p, h, tl, 0, 0);
+		if (zero) {
+			q = p;
+		} else {
+			eh = stamp_head(k, page, q);
+			eb = stamp_base(k, page, q);
+		}
+		nbad = stamp_check(k, pg, eb, zero, &bad, &found);
+		page_checked(c, page, q, h, eh, nbad, bad, found, eb, zero,
+			     fork);
 		i++;
 	}
-	c->t->final_pages = i;
-	c->t->final_ns = now_ns() - t0;
+	if (fork) {
+		c->t->fork_ns = now_ns() - t0;
+	} else {
+		c->t->final_pages = i;
+		c->t->final_ns = now_ns() - t0;
+	}
 }
 
 static void *task_thread(void *arg)
@@ -329,7 +456,9 @@ static void *task_thread(void *arg)
 		fprintf(stderr, "swapbench: task %u: mapping %" PRIu64
 			" bytes: %s\n", c->idx, c->g->size, strerror(-err));
 	}
-	barrier_wait(c->sh, 0, cfg->ntasks);
+	barrier_wait(cfg, c->sh, c->pidx, 0);
+	if (err)
+		fork_meet(c);	/* nothing to verify, but expected there */
 	if (!err) {
 		getrusage(RUSAGE_THREAD, &r0);
 		c->cpu0 = thread_cpu_ns();
@@ -337,6 +466,7 @@ static void *task_thread(void *arg)
 		if (cfg->runtime_ns)
 			c->deadline = t->t_start + cfg->runtime_ns;
 		run_main(c);
+		fork_meet(c);	/* no-op: run_main() met after pass 0 */
 		t->t_end = now_ns();
 		t->cpu_ns = thread_cpu_ns() - c->cpu0;
 		getrusage(RUSAGE_THREAD, &r1);
@@ -345,22 +475,128 @@ static void *task_thread(void *arg)
 		area_sample(c, false);
 	}
 	fg_done(c);
-	barrier_wait(c->sh, 1, cfg->ntasks);
+	barrier_wait(cfg, c->sh, c->pidx, 1);
 	if (!err && cfg->final_verify)
-		final_sweep(c);
+		sweep(c, false);
 	if (!err)
 		t->status = t->mismatches ? ST_MISMATCH : ST_OK;
 	return NULL;
+}
+
+/*
+ * --fork-share, in the forked verifier: sweep every area as the last pass
+ * left it at the fork.  The areas are shared copy-on-write with the
+ * process (with their swap entries, if they are out), which goes on with
+ * its passes meanwhile.  The verifier dies with the process.
+ */
+static void __attribute__((noreturn))
+fork_child(struct task_ctx *ctx, unsigned int n, pid_t ppid)
+{
+	uint64_t mis = 0;
+	unsigned int j;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != ppid)
+		_exit(EXIT_ERROR);
+	for (j = 0; j < n; j++) {
+		if (!ctx[j].started)
+			continue;
+		sweep(&ctx[j], true);
+		mis += ctx[j].t->fork_mismatches;
+	}
+	_exit(mis ? EXIT_MISMATCH : EXIT_OK);
+}
+
+/*
+ * The main thread: wait until the @running threads (of @n) have met after
+ * pass 0, fork the verifier, let them go on.
+ */
+static pid_t fork_verifier(struct fork_meet *m, struct task_ctx *ctx,
+			   unsigned int n, unsigned int running,
+			   struct sb_pstate *ps)
+{
+	pid_t self = getpid(), pid;
+
+	pthread_mutex_lock(&m->lock);
+	while (m->arrived < running)
+		pthread_cond_wait(&m->cond, &m->lock);
+	pid = fork();
+	if (pid == 0)
+		fork_child(ctx, n, self);
+	if (pid < 0) {
+		ps->fork_status = errno == ENOMEM ? ST_ENOMEM : ST_ERROR;
+		fprintf(stderr, "swapbench: process %d: fork-share fork: %s\n",
+			self, strerror(errno));
+	} else {
+		ps->fork_pid = pid;
+		ps->fork_status = ST_RUNNING;
+	}
+	m->released = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	return pid;
+}
+
+/* reap the verifier; its status */
+static int fork_reap(const struct sb_config *cfg, pid_t pid,
+		     struct sb_pstate *ps)
+{
+	int wst, st;
+
+	while (waitpid(pid, &wst, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "swapbench: waiting for the fork-share "
+				"child %d: %s\n", pid, strerror(errno));
+			return ps->fork_status = ST_ERROR;
+		}
+	}
+	if (WIFSIGNALED(wst)) {
+		int sig = WTERMSIG(wst);
+
+		st = sig == SIGBUS && cfg->survive_sigbus ? ST_IO_KILLED :
+		     sig == SIGKILL ? ST_OOM : ST_CRASH;
+		ps->fork_signal = sig;
+		fprintf(stderr, "swapbench: fork-share child %d of process "
+			"%d killed by signal %d%s\n", pid, getpid(), sig,
+			st == ST_IO_KILLED ? " (swap read error?), going on" :
+			sig == SIGKILL ? " (OOM kill?)" : "");
+	} else {
+		st = status_of_exit(WEXITSTATUS(wst));
+	}
+	return ps->fork_status = st;
+}
+
+/* nothing will run: count the process's tasks in at the barriers */
+static void arrive_all(const struct sb_config *cfg, struct sb_shared *sh,
+		       const struct sb_group *g, unsigned int pidx)
+{
+	unsigned int j;
+
+	for (j = 0; j < g->threads; j++) {
+		barrier_arrive(sh, pidx, 0);
+		barrier_arrive(sh, pidx, 1);
+	}
+	if (cfg->mode == MODE_COMBINED && !g->until_fg_done) {
+		__atomic_add_fetch(&sh->proc[pidx].fg_done, g->threads,
+				   __ATOMIC_SEQ_CST);
+		fg_check_stop(cfg, sh);
+	}
 }
 
 int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 	       unsigned int group, unsigned int proc)
 {
 	const struct sb_group *g = &cfg->grp[group];
+	unsigned int j, created = 0, pidx = g->first_proc + proc;
+	struct sb_pstate *ps = &sh->proc[pidx];
+	struct fork_meet meet = {
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+	};
 	struct task_ctx *ctx;
 	pthread_t *tid;
 	pthread_attr_t attr;
-	unsigned int j;
+	pid_t fork_pid = -1;
 	int worst = ST_OK;
 	bool *live;
 
@@ -371,6 +607,7 @@ int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 		free(ctx);
 		free(tid);
 		free(live);
+		arrive_all(cfg, sh, g, pidx);
 		return EXIT_ERROR;	/* the parent sees a bad exit */
 	}
 	pthread_attr_init(&attr);
@@ -381,24 +618,44 @@ int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 		c->cfg = cfg;
 		c->sh = sh;
 		c->g = g;
+		c->meet = cfg->fork_share ? &meet : NULL;
 		c->idx = g->first_task + proc * g->threads + j;
+		c->pidx = pidx;
 		c->t = &sh->task[c->idx];
 		if (pthread_create(&tid[j], &attr, task_thread, c)) {
 			c->t->status = ST_ERROR;
 			c->t->err = EAGAIN;
 			fg_done(c);
-			barrier_arrive(sh, 0);
-			barrier_arrive(sh, 1);
+			barrier_arrive(sh, pidx, 0);
+			barrier_arrive(sh, pidx, 1);
 			continue;
 		}
 		live[j] = true;
+		created++;
 	}
-	for (j = 0; j < g->threads; j++) {
-		int st;
+	if (cfg->fork_share && created)
+		fork_pid = fork_verifier(&meet, ctx, g->threads, created,
+					 ps);
+	/* reap the verifier as soon as it is done, then join the threads */
+	if (fork_pid > 0) {
+		int st = fork_reap(cfg, fork_pid, ps);
 
+		/* an io-killed verifier is reported, not a failure */
+		if (st != ST_IO_KILLED && st > worst)
+			worst = st;
+	} else if (ps->fork_status > worst) {
+		worst = ps->fork_status;	/* the fork failed */
+	}
+	for (j = 0; j < g->threads; j++)
 		if (live[j])
 			pthread_join(tid[j], NULL);
-		st = ctx[j].t->status;
+	for (j = 0; j < g->threads; j++) {
+		struct sb_task *t = ctx[j].t;
+		int st;
+
+		if (t->fork_mismatches)
+			t->status = ST_MISMATCH;
+		st = t->status;
 		if (st < ST_OK)
 			st = ST_ERROR;
 		if (st > worst)

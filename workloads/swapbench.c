@@ -5,8 +5,9 @@
  * The parent parses the options, maps the result area shared with the
  * children, forks the processes of every group and waits for them; each
  * child runs its threads (tasks, see run.c).  A child killed by SIGKILL is
- * taken for an OOM kill.  See README.md for the options, the JSON schema
- * and the exit codes.
+ * taken for an OOM kill; one killed by SIGBUS (a swap-in read error) is
+ * io-killed with --survive-sigbus, and the others go on without it.  See
+ * README.md for the options, the JSON schema and the exit codes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,14 +61,20 @@ static struct sb_shared *shared_alloc(const struct sb_config *cfg,
 	struct sb_shared *sh;
 	unsigned int g, i;
 
-	*len = sizeof(*sh) + cfg->ntasks * sizeof(struct sb_task);
+	size_t tasks_len = sizeof(*sh) + cfg->ntasks * sizeof(struct sb_task);
+
+	*len = tasks_len + cfg->nprocs * sizeof(struct sb_pstate);
 	sh = mmap(NULL, *len, PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		return NULL;
 	mlock(sh, *len);	/* best effort: keep results out of swap */
+	sh->proc = (struct sb_pstate *)((char *)sh + tasks_len);
 	for (g = 0; g < cfg->ngroups; g++) {
 		const struct sb_group *gr = &cfg->grp[g];
+
+		for (i = 0; i < gr->procs; i++)
+			sh->proc[gr->first_proc + i].threads = gr->threads;
 
 		for (i = 0; i < gr->procs * gr->threads; i++) {
 			struct sb_task *t = &sh->task[gr->first_task + i];
@@ -82,27 +89,34 @@ static struct sb_shared *shared_alloc(const struct sb_config *cfg,
 			hist_init(&t->hist);
 		}
 	}
-	if (cfg->mode == MODE_COMBINED)
-		sh->fg_left = cfg->grp[0].procs * cfg->grp[0].threads;
 	return sh;
 }
 
-/* a process ended or could not start: settle its unfinished tasks */
+/*
+ * A process ended or could not start: settle its unfinished tasks (a
+ * mismatch found before it died still wins) and its verifier.
+ */
 static void settle_tasks(const struct sb_config *cfg, struct sb_shared *sh,
 			 const struct sb_proc *p)
 {
 	const struct sb_group *g = &cfg->grp[p->group];
 	unsigned int j, first = g->first_task + p->index * g->threads;
+	struct sb_pstate *ps = &sh->proc[g->first_proc + p->index];
 
 	for (j = 0; j < g->threads; j++) {
 		struct sb_task *t = &sh->task[first + j];
 
 		if (t->status == ST_NOTRUN || t->status == ST_RUNNING)
 			t->status = p->status == ST_OK ? ST_ERROR : p->status;
+		if (t->mismatches || t->fork_mismatches)
+			t->status = ST_MISMATCH;
 	}
+	/* not reaped: it went down with the process (PR_SET_PDEATHSIG) */
+	if (ps->fork_status == ST_RUNNING)
+		ps->fork_status = p->status == ST_OK ? ST_ERROR : p->status;
 }
 
-static int status_of_exit(int code)
+int status_of_exit(int code)
 {
 	switch (code) {
 	case EXIT_OK:
@@ -111,6 +125,10 @@ static int status_of_exit(int code)
 		return ST_MISMATCH;
 	case EXIT_ENOMEM:
 		return ST_ENOMEM;
+	case EXIT_OOM:
+		return ST_OOM;
+	case EXIT_CRASH:
+		return ST_CRASH;
 	default:
 		return ST_ERROR;
 	}
@@ -120,6 +138,7 @@ int exit_of_status(int st)
 {
 	switch (st) {
 	case ST_OK:
+	case ST_IO_KILLED:	/* not a failure of the run */
 		return EXIT_OK;
 	case ST_MISMATCH:
 		return EXIT_MISMATCH;
@@ -139,6 +158,32 @@ static void child_died(struct sb_shared *sh)
 	/* release the barriers and the background group */
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&sh->abort, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * --survive-sigbus: the others go on without @p.  Its tasks count as
+ * arrived at the barriers and, in the foreground, as done.
+ */
+static void child_gone(const struct sb_config *cfg, struct sb_shared *sh,
+		       const struct sb_proc *p)
+{
+	struct sb_pstate *ps = &sh->proc[cfg->grp[p->group].first_proc +
+					 p->index];
+
+	__atomic_store_n(&ps->gone, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&sh->ngone, 1, __ATOMIC_SEQ_CST);
+	fg_check_stop(cfg, sh);
+}
+
+/*
+ * A process killed by SIGBUS would dump its core first: of all its
+ * areas, in the guest's RAM-backed root, before the parent hears of it.
+ */
+static void no_core_dump(void)
+{
+	struct rlimit no_core = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &no_core);
 }
 
 static void start_children(const struct sb_config *cfg, struct sb_shared *sh,
@@ -162,6 +207,8 @@ static void start_children(const struct sb_config *cfg, struct sb_shared *sh,
 			if (pid == 0) {
 				if (oom_adj_orig[0])
 					write_str(OOM_ADJ, oom_adj_orig);
+				if (cfg->survive_sigbus)
+					no_core_dump();
 				_exit(child_main(cfg, sh, g, i));
 			}
 			if (pid < 0) {
@@ -204,13 +251,21 @@ static void wait_children(const struct sb_config *cfg, struct sb_shared *sh,
 		p->minflt = (uint64_t)ru.ru_minflt;
 		p->majflt = (uint64_t)ru.ru_majflt;
 		if (WIFSIGNALED(wst)) {
+			bool io = WTERMSIG(wst) == SIGBUS &&
+				  cfg->survive_sigbus;
+
 			p->signal = WTERMSIG(wst);
-			p->status = p->signal == SIGKILL ? ST_OOM : ST_CRASH;
+			p->status = io ? ST_IO_KILLED :
+				    p->signal == SIGKILL ? ST_OOM : ST_CRASH;
 			fprintf(stderr, "swapbench: process %d (%s %u) killed "
 				"by signal %d%s\n", pid,
 				cfg->grp[p->group].name, p->index, p->signal,
+				io ? " (swap read error?), the others go on" :
 				p->signal == SIGKILL ? " (OOM kill?)" : "");
-			child_died(sh);
+			if (io)
+				child_gone(cfg, sh, p);
+			else
+				child_died(sh);
 		} else {
 			p->exit_code = WEXITSTATUS(wst);
 			p->status = status_of_exit(p->exit_code);
@@ -255,6 +310,9 @@ static int run(const struct sb_config *cfg)
 		if (st > res.status)
 			res.status = st;
 	}
+	/* io-kills alone (--survive-sigbus) do not fail the run */
+	if (res.status == ST_IO_KILLED)
+		res.status = ST_OK;
 	res.exit_code = exit_of_status(res.status);
 	report_json(cfg, sh, &res);
 	if (!cfg->quiet)

@@ -13,7 +13,7 @@
 #include "pattern.h"
 #include "verify.h"
 
-#define SB_SCHEMA	"swapbench/1"
+#define SB_SCHEMA	"swapbench/2"
 #define SB_MAX_GROUPS	2
 #define SB_MAX_PROCS	1024
 #define SB_MAX_THREADS	256
@@ -42,6 +42,7 @@ enum sb_status {
 	ST_NOTRUN,
 	ST_RUNNING,
 	ST_OK,
+	ST_IO_KILLED,	/* SIGBUS with --survive-sigbus: not a run failure */
 	ST_ERROR,
 	ST_CRASH,
 	ST_ENOMEM,
@@ -80,9 +81,14 @@ struct sb_config {
 	bool final_verify;
 	bool latency;
 	bool quiet;
+	bool survive_sigbus;	/* a SIGBUS-killed process is io-killed */
+	bool fork_share;	/* fork a verifier after pass 0 */
 	double fill_frac;	/* fill mode: share of MemTotal+SwapTotal */
 	int64_t corrupt_page;	/* test hook, -1: off */
+	uint64_t corrupt_offset;	/* ... the byte it flips */
 	int64_t kill_page;	/* test hook, -1: off */
+	int64_t sigbus_page;	/* test hook, -1: off */
+	uint64_t sigbus_pass;	/* the pass of the SIGBUS test hook */
 	uint64_t page_size;
 	uint64_t mem_total;
 	uint64_t swap_total;
@@ -121,16 +127,41 @@ struct sb_task {
 	int64_t anon_huge_kb_end;
 	int64_t rss_kb_end;
 	int64_t swap_kb_end;
+	/* --fork-share: written by the process's forked verifier only */
+	uint64_t fork_verified_pages;
+	uint64_t fork_mismatches;
+	uint64_t fork_ns;
+	unsigned int fork_nmis;
+	struct mismatch fork_mis[SB_TASK_MIS];
 	struct hist hist;
 };
 
 #define SB_NBARRIERS 2
 
+/* one process, in the shared memory too */
+struct sb_pstate {
+	unsigned int threads;
+	unsigned int arrived[SB_NBARRIERS];	/* its tasks at each barrier */
+	unsigned int fg_done;		/* its tasks done (combined fg) */
+	int gone;			/* io-killed: counts as arrived, done */
+	int fork_status;		/* enum sb_status, ST_NOTRUN: no fork */
+	int fork_signal;
+	pid_t fork_pid;
+};
+
+/*
+ * The barriers and the foreground count: each process counts its own
+ * tasks, so that the parent can count a process killed by SIGBUS
+ * (--survive-sigbus) as arrived without knowing which of its tasks
+ * got there before it died.  barrier[] adds all arrivals up, the fast
+ * path while no process is gone.
+ */
 struct sb_shared {
 	int abort;			/* parent: a child died, release */
 	int stop;			/* foreground done: background stops */
-	unsigned int fg_left;
+	unsigned int ngone;		/* processes io-killed */
 	unsigned int barrier[SB_NBARRIERS];
+	struct sb_pstate *proc;		/* after task[], same mapping */
 	struct sb_task task[];
 };
 
@@ -145,12 +176,14 @@ enum {
 	ACT_CALIBRATE,
 };
 
-/* swapbench.c: the process exit code for a task or run status */
+/* swapbench.c: the process exit code for a task or run status, and back */
 int exit_of_status(int st);
+int status_of_exit(int code);
 
 /* run.c */
 int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 	       unsigned int group, unsigned int proc);
+void fg_check_stop(const struct sb_config *cfg, struct sb_shared *sh);
 void dump_order(const struct sb_config *cfg);
 
 /* report.c */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "swapbench.h"
 #include "work.h"
 
 #define CAL_MAGIC	"swapbench-calibration"
@@ -127,7 +128,7 @@ int calibrate(const char *path, uint64_t work_ns)
 
 	jw_init(&w, stdout);
 	jw_obj_begin(&w, NULL);
-	jw_str(&w, "schema", "swapbench/1");
+	jw_str(&w, "schema", SB_SCHEMA);
 	jw_str(&w, "mode", "calibrate");
 	jw_str(&w, "status", "ok");
 	jw_obj_begin(&w, "calibration");

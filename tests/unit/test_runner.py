@@ -321,9 +321,19 @@ def test_workload_schema_checked(tmp_path, real):
     r, detail, _ = verdict(tmp_path, p)     # argv[0] is swaplab-memtest
     assert r == "workload-error" and "swaplab-memtest/1" in detail
     s = spec(tmp_path, p, argv=["swapbench", "--pattern", "seq"])
-    r, _, _ = runner.classify(s, None, frame.encode(p), "", False, 0, "",
-                              True)
-    assert r is None
+    r, detail, _ = runner.classify(s, None, frame.encode(p), "", False, 0,
+                                   "", True)
+    assert r == "workload-error" and "swapbench/2" in detail
+    p["workload"]["stdout"] = '{"schema": "swapbench/2"}'
+    for argv in (["swapbench", "--pattern", "seq"],
+                 ["swapcycle", "--interval-ms", "5", "--", "swapbench"]):
+        s = spec(tmp_path, p, argv=argv)
+        r, _, _ = runner.classify(s, None, frame.encode(p), "", False, 0,
+                                  "", True)
+        assert r is None, argv
+    assert runner.workload_program(["swapcycle", "--", "swaplab-dilate",
+                                    "--kmsg", "--", "swapbench"]) == \
+        "swapbench"
 
 
 def test_images_removed_after_cell(tmp_path):
@@ -393,3 +403,39 @@ def test_debug_kernel_banners_are_no_complaints():
 def test_debug_reports_are_flagged(line, flags):
     text = DEBUG_BOOT + line + "\nCall Trace:\n <TASK>\n"
     assert set(runner.log_flags(text)) == flags
+
+
+# Lines from real guest logs: thp-swapin on the nvme-faulty backend
+# (faults-thp and swapoff-load cells, runs 20261203-130945-faults and
+# 20261203-131454-faults); cycle 2 is edited into a failed swapoff.
+FAULTY_KLOG = """\
+nvme0n1: I/O Cmd(0x1) @ LBA 151552, 2560 blocks, I/O Error (sct 0x2 / sc 0x80)
+critical medium error, dev nvme0n1, sector 151552 op 0x1:(WRITE) flags \
+0x2004000 phys_seg 1 prio class 2
+Write-error on swap-device (259:0:154112)
+nvme0n1: I/O Cmd(0x2) @ LBA 555520, 64 blocks, I/O Error (sct 0x2 / sc 0x81)
+critical medium error, dev nvme0n1, sector 555520 op 0x0:(READ) flags 0x0 \
+phys_seg 8 prio class 2
+Read-error on swap-device (259:0:555520)
+swapcycle: start dev=/dev/nvme0n1 interval_ms=2000 max_cycles=0 \
+push_bytes=175994470 pid=39
+swapcycle: cycle=1 swapoff=ok off_ms=885.977 swapon=ok push_ms=6487.289
+swapcycle: cycle=2 swapoff=ENOMEM off_ms=340.356 swapon=skipped \
+push_ms=4409.021
+"""
+
+
+def test_swap_events_from_a_faulty_device():
+    ev = runner.swap_events(FAULTY_KLOG)
+    assert (ev["read_errors"], ev["write_errors"], ev["io_errors"]) == \
+        (1, 1, 2)
+    assert ev["swapcycle"] == [
+        {"cycle": 1, "swapoff": "ok", "off_ms": 885.977, "swapon": "ok",
+         "push_ms": 6487.289},
+        {"cycle": 2, "swapoff": "ENOMEM", "off_ms": 340.356,
+         "swapon": "skipped", "push_ms": 4409.021}]
+    # a device error is no kernel complaint: the cell is judged by its
+    # data and the kernel's own warnings
+    assert runner.log_flags(FAULTY_KLOG) == {}
+    assert runner.swap_events("") == {"read_errors": 0, "write_errors": 0,
+                                      "io_errors": 0, "swapcycle": []}

@@ -1,12 +1,15 @@
-"""Tests for the swapbench guest workload (workloads/).
+"""Tests for the guest workloads (workloads/): swapbench and swapcycle.
 
-Host only, tiny areas, no swap needed.  Run with
+Host only, tiny areas, no swap needed.  swapcycle turns the swap area off
+and on: here it only ever runs into a usage error or --help, which end
+before it looks for a swap area.  Run with
     /usr/bin/python3 -m pytest tests/workloads
 """
 import json
 import math
 import os
 import random
+import struct
 import subprocess
 from pathlib import Path
 
@@ -15,21 +18,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 BINARY = WORKLOADS / "build" / "swapbench"
+SWAPCYCLE = WORKLOADS / "build" / "swapcycle"
+SCHEMA = "swapbench/2"
+HOOK_ENV = ("SWAPBENCH_CORRUPT_PAGE", "SWAPBENCH_KILL_PAGE",
+            "SWAPBENCH_SIGBUS_PAGE")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PCTS = [("p50", 50), ("p60", 60), ("p70", 70), ("p80", 80), ("p90", 90),
         ("p95", 95), ("p99", 99), ("p999", 99.9)]
 
-TOP_KEYS = {"schema", "status", "exit_code", "mode", "config", "system",
-            "groups", "total", "fill", "tasks", "processes", "mismatches"}
+TOP_KEYS = {"schema", "status", "exit_code", "procs_io_killed", "mode",
+            "config", "system", "groups", "total", "fill", "tasks",
+            "processes", "mismatches"}
 CONFIG_KEYS = {"seed", "passes", "runtime_s", "warmup_passes", "step_pages",
                "verify", "final_verify", "latency", "thp", "work", "work_us",
-               "work_loop_iterations", "work_calibration", "corrupt_page",
-               "kill_page"}
+               "work_loop_iterations", "work_calibration", "survive_sigbus",
+               "fork_share", "corrupt_page", "kill_page", "sigbus_page"}
 SYSTEM_KEYS = {"page_size", "mem_total_bytes", "swap_total_bytes", "cpus",
                "kernel"}
 AGG_KEYS = {"status", "tasks", "passes_min", "passes_max", "pages", "bytes",
             "wall_s", "pages_per_s", "bytes_per_s", "minflt", "majflt",
-            "mismatches", "verified_pages", "final_verify_pages",
+            "mismatches", "verified_pages", "procs_io_killed",
+            "fork_mismatches", "fork_verified_pages", "final_verify_pages",
             "final_verify_s", "anon_huge_kb_first_pass", "anon_huge_kb_end",
             "rss_kb_end", "swap_kb_end", "latency"}
 GROUP_KEYS = AGG_KEYS | {"name", "pattern", "procs", "threads",
@@ -38,15 +47,16 @@ TASK_KEYS = {"index", "group", "proc", "thread", "pid", "status", "error",
              "base", "size_bytes", "passes", "pages", "bytes", "elapsed_s",
              "first_pass_s", "cpu_s", "first_pass_cpu_s",
              "pages_per_s", "bytes_per_s", "minflt", "majflt", "mismatches",
-             "verified_pages", "final_verify_pages", "final_verify_s",
+             "verified_pages", "fork_mismatches", "fork_verified_pages",
+             "fork_verify_s", "final_verify_pages", "final_verify_s",
              "anon_huge_kb_first_pass", "anon_huge_kb_end", "rss_kb_end",
              "swap_kb_end", "latency"}
 PROC_KEYS = {"group", "index", "pid", "status", "exit_code", "signal",
-             "minflt", "majflt"}
+             "minflt", "majflt", "fork_pid", "fork_status", "fork_signal"}
 LAT_KEYS = {"samples", "avg_us", "min_us", "max_us"} | \
     {name + "_us" for name, _ in PCTS}
-MIS_KEYS = {"task", "group", "page", "addr", "offset", "pass", "expected",
-            "found"}
+MIS_KEYS = {"task", "group", "fork", "page", "addr", "offset", "pass",
+            "expected", "found"}
 FILL_KEYS = {"target_frac", "target_bytes", "written_bytes", "wall_s",
              "write_bytes_per_s"}
 
@@ -60,10 +70,16 @@ def swapbench():
     return str(BINARY)
 
 
+@pytest.fixture(scope="session")
+def swapcycle(swapbench):
+    """Built by the same make as swapbench."""
+    return str(SWAPCYCLE)
+
+
 def run(binary, *args, env=None, stdin=None, timeout=20):
     full_env = dict(os.environ)
-    full_env.pop("SWAPBENCH_CORRUPT_PAGE", None)
-    full_env.pop("SWAPBENCH_KILL_PAGE", None)
+    for name in HOOK_ENV:
+        full_env.pop(name, None)
     full_env.update(env or {})
     res = subprocess.run([binary, *args], capture_output=True, text=True,
                          input=stdin, env=full_env, timeout=timeout)
@@ -91,7 +107,7 @@ def check_latency(lat):
 
 def check_schema(doc):
     assert set(doc) == TOP_KEYS
-    assert doc["schema"] == "swapbench/1"
+    assert doc["schema"] == SCHEMA
     assert set(doc["config"]) == CONFIG_KEYS
     assert set(doc["system"]) == SYSTEM_KEYS
     assert doc["groups"]
@@ -113,6 +129,19 @@ def check_schema(doc):
         assert doc["fill"] is None
     assert sum(g["tasks"] for g in doc["groups"]) == len(doc["tasks"])
     assert doc["total"]["pages"] == sum(t["pages"] for t in doc["tasks"])
+    assert doc["procs_io_killed"] == doc["total"]["procs_io_killed"] == \
+        sum(g["procs_io_killed"] for g in doc["groups"])
+    for key in ("mismatches", "verified_pages", "fork_mismatches",
+                "fork_verified_pages"):
+        assert doc["total"][key] == sum(t[key] for t in doc["tasks"])
+    for fork in (False, True):
+        key = "fork_mismatches" if fork else "mismatches"
+        listed = [m for m in doc["mismatches"] if m["fork"] is fork]
+        assert len(listed) <= doc["total"][key]
+    if not doc["config"]["fork_share"]:
+        assert doc["total"]["fork_verified_pages"] == 0
+        assert all(p["fork_status"] is None and p["fork_pid"] == 0
+                   for p in doc["processes"])
 
 
 # ---------------------------------------------------------------- histogram
@@ -217,6 +246,85 @@ def test_corruption_caught(swapbench, args, env):
     assert int(m["expected"], 16) ^ int(m["found"], 16) == 0xff
 
 
+SECTOR = 512
+# the stamp words: the head at 0, one at the start of every middle
+# sector, the tail in the last 8 bytes of the page
+WORDS = [0] + [i * SECTOR for i in range(1, PAGE // SECTOR - 1)] + [PAGE - 8]
+
+
+def corrupt_mismatch(binary, page, offset, *args, env=None, fork=False):
+    """Run with byte @offset of @page flipped after pass 0; the one
+    mismatch listed (of the run, or of the --fork-share child)."""
+    if env is None:
+        args = ("--corrupt-page", "%d:%d" % (page, offset)) + args
+    res = run(binary, "-s", "4M", *args, env=env)
+    assert res.returncode == 3, res.stderr
+    doc = json.loads(res.stdout)
+    check_schema(doc)
+    assert doc["status"] == "mismatch" and doc["exit_code"] == 3
+    t = doc["tasks"][0]
+    assert t["status"] == "mismatch"
+    assert t["fork_mismatches" if fork else "mismatches"] == 1
+    found = [m for m in doc["mismatches"] if m["fork"] is fork]
+    assert len(found) == 1, doc["mismatches"]
+    m = found[0]
+    word = offset & ~7
+    assert m["page"] == page and m["offset"] == word and m["pass"] == 0
+    # the address of the bad word itself, not of its page
+    assert int(m["addr"], 16) == int(t["base"], 16) + page * PAGE + word
+    # exactly the flipped byte differs (little endian)
+    assert int(m["expected"], 16) ^ int(m["found"], 16) == \
+        0xff << 8 * (offset - word)
+    return res, m
+
+
+@pytest.mark.parametrize("offset", [2048, 2048 + 3, 512, PAGE - 2 * SECTOR])
+@pytest.mark.parametrize("args", [
+    [],                                     # pass 1 reads it back
+    ["-P", "random", "--passes", "1"],      # the final sweep
+    ["-P", "seq-back", "--passes", "3"],
+])
+def test_middle_sector_corruption_caught(swapbench, offset, args):
+    # a torn page: damage in a middle sector, head and tail intact
+    res, m = corrupt_mismatch(swapbench, 5, offset, *args)
+    assert "offset %d pass 0" % (offset & ~7) in res.stderr
+    assert "1 of %d stamp words of the page bad" % len(WORDS) in res.stderr
+
+
+@pytest.mark.parametrize("offset", [PAGE - 8, PAGE - 1])
+@pytest.mark.parametrize("args", [[], ["--passes", "1"]])
+def test_tail_corruption_caught(swapbench, offset, args):
+    corrupt_mismatch(swapbench, 5, offset, *args)
+
+
+@pytest.mark.parametrize("offset", WORDS)
+def test_every_sector_word_checked(swapbench, offset):
+    corrupt_mismatch(swapbench, 9, offset)
+
+
+def test_corrupt_offset_from_environment(swapbench):
+    corrupt_mismatch(swapbench, 7, 1024 + 5, "-P", "random",
+                     env={"SWAPBENCH_CORRUPT_PAGE": "7:1029"})
+
+
+def test_fork_share_child_catches_middle_sector(swapbench):
+    # one pass and no final sweep: only the child reads it back
+    res, m = corrupt_mismatch(swapbench, 5, 1536, "--fork-share",
+                              "--passes", "1", "--no-final-verify",
+                              fork=True)
+    assert "MISMATCH (fork-share child) task 0 page 5" in res.stderr
+
+
+@pytest.mark.parametrize("offset", [8, 100, SECTOR + 8])
+def test_corrupt_between_words_unnoticed(swapbench, offset):
+    # the stamps catch sector-sized damage: a byte outside the stamp
+    # words is not checked (and the hook flips that byte only)
+    doc = run_json(swapbench, "-q", "-s", "4M", "--corrupt-page",
+                   "5:%d" % offset)
+    assert doc["status"] == "ok" and doc["mismatches"] == []
+    assert doc["config"]["corrupt_page"] == 5
+
+
 def test_runtime_partial_pass_verifies_clean(swapbench):
     # 1024 pages x 50 us = 51 ms a pass: 0.13 s ends inside pass 3, unless
     # the deadline happens to fall on a pass boundary (1 in 16): retry
@@ -254,6 +362,150 @@ def test_sigkill_reported_as_oom(swapbench):
     assert doc["processes"][0]["signal"] == 9
     assert doc["tasks"][0]["status"] == "oom"
     assert doc["tasks"][1]["status"] == "ok"
+
+
+# ---------------------------------------------------------------- faults
+
+def test_sigbus_without_survive_is_a_crash(swapbench):
+    res = run(swapbench, "-s", "4M", "-p", "2", "--test-sigbus-page", "10")
+    assert res.returncode == 6, res.stderr
+    doc = json.loads(res.stdout)
+    check_schema(doc)
+    assert doc["status"] == "crash" and doc["procs_io_killed"] == 0
+    assert doc["processes"][0]["status"] == "crash"
+    assert doc["processes"][0]["signal"] == 7          # SIGBUS
+    assert doc["tasks"][0]["status"] == "crash"
+
+
+@pytest.mark.parametrize("args", [
+    ["-p", "2"],
+    ["-p", "3", "-t", "2"],                 # the dead process's sibling
+    ["-p", "2", "-P", "random", "--runtime", "0.2"],
+    ["-p", "2", "--passes", "1"],           # hook in pass 0
+])
+def test_sigbus_survived_others_finish(swapbench, args):
+    # the survivors must not wait for the dead process at the barrier
+    # before the final sweep (a hang would time out here)
+    res = run(swapbench, "-s", "4M", "--survive-sigbus",
+              "--test-sigbus-page", "10", *args)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    check_schema(doc)
+    assert doc["status"] == "ok" and doc["exit_code"] == 0
+    assert doc["config"]["survive_sigbus"] is True
+    assert doc["config"]["sigbus_page"] == 10
+    assert doc["procs_io_killed"] == 1
+    dead, *alive = doc["processes"]
+    assert dead["status"] == "io-killed" and dead["signal"] == 7
+    assert dead["exit_code"] == -1
+    assert all(p["status"] == "ok" for p in alive)
+    threads = doc["groups"][0]["threads"]
+    assert doc["groups"][0]["status"] == "io-killed"
+    one_pass = "--passes" in args
+    for t in doc["tasks"]:
+        if t["proc"] == 0:
+            assert t["status"] == "io-killed"
+            continue
+        assert t["status"] == "ok" and t["mismatches"] == 0
+        assert t["final_verify_pages"] == 1024
+        if "--runtime" not in args:
+            assert t["passes"] == (1 if one_pass else 2)
+    # task 0 died in pass 1 (pass 0 with one pass), after page 10
+    assert doc["tasks"][0]["passes"] == (0 if one_pass else 1)
+    assert len(doc["tasks"]) == len(doc["processes"]) * threads
+
+
+def test_sigbus_survived_foreground_stops_background(swapbench):
+    # bg runs until fg is done: the io-killed fg process counts as done
+    doc = run_json(swapbench, "-q", "--mode", "combined", "-s", "4M",
+                   "--bg-procs", "2", "--bg-size", "1M", "--survive-sigbus",
+                   env={"SWAPBENCH_SIGBUS_PAGE": "10"})
+    fg, bg = doc["groups"]
+    assert fg["status"] == "io-killed" and fg["procs_io_killed"] == 1
+    assert bg["status"] == "ok" and bg["procs_io_killed"] == 0
+    assert bg["passes_min"] >= 1
+    assert doc["status"] == "ok" and doc["procs_io_killed"] == 1
+
+
+def test_sigbus_survived_mismatch_still_wins(swapbench):
+    # task 0 finds page 5 bad in pass 1, then dies at page 10
+    res = run(swapbench, "-s", "4M", "-p", "2", "--survive-sigbus",
+              "--test-sigbus-page", "10", "--corrupt-page", "5")
+    assert res.returncode == 3, res.stderr
+    doc = json.loads(res.stdout)
+    check_schema(doc)
+    assert doc["status"] == "mismatch" and doc["procs_io_killed"] == 1
+    assert doc["processes"][0]["status"] == "io-killed"
+    assert doc["tasks"][0]["status"] == "mismatch"
+    assert doc["tasks"][0]["mismatches"] == 1
+    (m,) = doc["mismatches"]
+    assert m["page"] == 5 and m["fork"] is False
+
+
+@pytest.mark.parametrize("args", [
+    ["-P", "seq"],
+    ["-P", "random", "-p", "2", "-t", "2"],
+    ["-P", "seq-back", "--step", "3", "--passes", "3"],
+    ["--mode", "combined", "--bg-procs", "2", "--bg-size", "2M"],
+])
+def test_fork_share_clean(swapbench, args):
+    doc = run_json(swapbench, "-q", "-s", "4M", "--fork-share", *args)
+    assert doc["status"] == "ok" and doc["config"]["fork_share"] is True
+    passes = 3 if "--passes" in args else 2
+    for t in doc["tasks"]:
+        visited = t["final_verify_pages"]
+        assert visited == -(-t["size_bytes"] // PAGE // doc["config"]
+                            ["step_pages"])
+        # the child checked every page once, against pass 0's stamps
+        assert t["fork_verified_pages"] == visited
+        assert t["fork_mismatches"] == 0 and t["mismatches"] == 0
+        if t["group"] != "bg":
+            # passes after the first and the final sweep; the child apart
+            assert t["verified_pages"] == passes * visited
+            assert t["passes"] == passes
+    pids = {t["pid"] for t in doc["tasks"]}
+    for p in doc["processes"]:
+        assert p["fork_status"] == "ok" and p["fork_signal"] == 0
+        assert p["fork_pid"] > 0 and p["fork_pid"] not in pids
+    assert doc["total"]["fork_verified_pages"] == \
+        sum(t["final_verify_pages"] for t in doc["tasks"])
+
+
+def test_fork_share_partial_first_pass(swapbench):
+    # the runtime ends inside pass 0: the child checks the pages written
+    # before the fork and finds the others still zero
+    doc = run_json(swapbench, "-q", "-s", "4M", "-P", "random",
+                   "--fork-share", "--runtime", "0.02", "--work-us", "50")
+    t = doc["tasks"][0]
+    assert t["passes"] == 0 and 0 < t["pages"] < 1024
+    assert t["fork_verified_pages"] == 1024
+    assert t["mismatches"] == 0 and doc["status"] == "ok"
+
+
+@pytest.mark.parametrize("passes,run_found", [("1", 0), ("2", 1)])
+def test_fork_share_child_catches_corruption(swapbench, passes, run_found):
+    # (with two passes pass 1 finds it too, as mismatches, not fork_*)
+    # page 5 goes bad right after pass 0 wrote it, before the fork; with
+    # one pass and no final sweep only the child reads it back
+    res = run(swapbench, "-s", "4M", "--fork-share", "--passes", passes,
+              "--no-final-verify", "--corrupt-page", "5")
+    assert res.returncode == 3, res.stderr
+    assert "MISMATCH (fork-share child) task 0 page 5" in res.stderr
+    doc = json.loads(res.stdout)
+    check_schema(doc)
+    assert doc["status"] == "mismatch"
+    t = doc["tasks"][0]
+    assert t["status"] == "mismatch"
+    assert t["fork_mismatches"] == 1 and t["fork_verified_pages"] == 1024
+    assert t["mismatches"] == run_found
+    (p,) = doc["processes"]
+    assert p["fork_status"] == "mismatch" and p["status"] == "mismatch"
+    assert p["exit_code"] == 3
+    fork = [m for m in doc["mismatches"] if m["fork"]]
+    assert len(fork) == 1 and len(doc["mismatches"]) == 1 + run_found
+    m = fork[0]
+    assert m["page"] == 5 and m["offset"] == 0 and m["pass"] == 0
+    assert int(m["expected"], 16) ^ int(m["found"], 16) == 0xff
 
 
 # ---------------------------------------------------------------- modes
@@ -361,7 +613,13 @@ def test_busy_wait_and_calibrated_loop(swapbench, tmp_path):
     ["--fill-frac", "0.5"], ["--work-us", "24", "--work-calibration",
                              "/nonexistent/cal"],
     ["-s", "4M", "--corrupt-page", "5000"], ["extra-arg"],
-    ["--step", "0"], ["-t", "100000"],
+    ["--step", "0"], ["-t", "100000"], ["--test-sigbus-page", "x"],
+    ["--fork-share", "--no-verify"], ["--survive-sigbus=1"],
+    ["-s", "4M", "--corrupt-page", "5:%d" % PAGE],
+    ["-s", "4M", "--corrupt-page", "5:"],
+    ["-s", "4M", "--corrupt-page", "5:x"],
+    ["-s", "4M", "--corrupt-page", ":5"],
+    ["-s", "4M", "--corrupt-page", "5:8:8"],
 ])
 def test_bad_options_exit_2(swapbench, args):
     res = run(swapbench, *args)
@@ -369,6 +627,13 @@ def test_bad_options_exit_2(swapbench, args):
     assert res.stdout == ""
     assert "usage: swapbench" in res.stderr
     assert len(res.stderr.splitlines()[0]) > 10
+
+
+def test_bad_corrupt_offset_in_environment_exit_2(swapbench):
+    res = run(swapbench, "-s", "4M",
+              env={"SWAPBENCH_CORRUPT_PAGE": "5:%d" % PAGE})
+    assert res.returncode == 2 and res.stdout == ""
+    assert "offset must be below the page size" in res.stderr
 
 
 def test_help(swapbench):
@@ -404,3 +669,63 @@ def test_sequential_orders(swapbench):
     (stepped,) = order(swapbench, "-P", "random", "--step", "3",
                        "--passes", "1")
     assert sorted(stepped) == list(range(0, 64, 3))
+
+
+# ---------------------------------------------------------------- swapcycle
+#
+# Never beyond a usage error or --help: anything else turns the host's
+# swap off.  A bogus --device comes first where it does not change the
+# error, so that a parsing bug would still stop at the device check.
+
+NO_DEVICE = ["--device", "/nonexistent/swapcycle-test"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (NO_DEVICE, "no COMMAND"),
+    (NO_DEVICE + ["--"], "no COMMAND"),
+    (NO_DEVICE + ["--bogus", "--", "true"], "unknown option '--bogus'"),
+    (NO_DEVICE + ["-x", "--", "true"], "unknown option '-x'"),
+    (NO_DEVICE + ["--interval-ms", "0", "--", "true"], "--interval-ms"),
+    (NO_DEVICE + ["--interval-ms", "1.5", "--", "true"], "--interval-ms"),
+    (NO_DEVICE + ["--interval-ms", "-5", "--", "true"], "--interval-ms"),
+    (NO_DEVICE + ["--max-cycles", "-1", "--", "true"], "--max-cycles"),
+    (NO_DEVICE + ["--max-cycles", "x", "--", "true"], "--max-cycles"),
+    (NO_DEVICE + ["--push-frac-mem", "5", "--", "true"], "--push-frac-mem"),
+    (NO_DEVICE + ["--push-frac-mem", "x", "--", "true"], "--push-frac-mem"),
+    (["--device=", "--", "true"], "empty --device"),
+    (NO_DEVICE + ["--max-cycles"], "needs an argument"),
+    (["--device"], "needs an argument"),
+])
+def test_swapcycle_usage_errors_exit_2(swapcycle, args, message):
+    res = run(swapcycle, *args, timeout=5)
+    assert res.returncode == 2, res.stderr
+    assert res.stdout == ""
+    first = res.stderr.splitlines()[0]
+    assert first.startswith("swapcycle: ") and message in first
+    assert "usage: swapcycle" in res.stderr
+
+
+def test_swapcycle_help(swapcycle):
+    for flag in ("--help", "-h"):
+        res = run(swapcycle, flag, timeout=5)
+        assert res.returncode == 0 and res.stderr == ""
+        assert res.stdout.startswith("usage: swapcycle")
+        for opt in ("--interval-ms", "--device", "--max-cycles"):
+            assert opt in res.stdout
+        assert "swapcycle: cycle=N swapoff=" in res.stdout
+
+
+def is_static(path):
+    """An ELF without a PT_INTERP program header."""
+    data = Path(path).read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2      # 64-bit
+    end = "<" if data[5] == 1 else ">"
+    phoff, = struct.unpack_from(end + "Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from(end + "HH", data, 0x36)
+    types = [struct.unpack_from(end + "I", data, phoff + i * phentsize)[0]
+             for i in range(phnum)]
+    return 3 not in types                               # PT_INTERP
+
+
+def test_binaries_static(swapbench, swapcycle):
+    assert is_static(swapbench) and is_static(swapcycle)
