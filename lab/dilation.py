@@ -177,13 +177,14 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
 def cached_factor(build, cache: Path, acc=None, guest=None,
                   max_age_s: float = MAX_AGE_S,
                   boots: int = 1) -> dict[str, Any]:
-    """calibrate(), remembered per build/accelerator/vCPUs for max_age_s
-    (the host's load changes the factor; a fresh lab run re-measures)."""
+    """calibrate(), remembered per accelerator/vCPUs for max_age_s. The
+    factor times user-space loops, which the kernel variant does not
+    change (one kernel measures for all); the host's load does, so the
+    record expires and a fresh lab run re-measures."""
     from lab import runner
     acc = acc or runner.choose_accel(build, cache)
     vcpus = guest.vcpus if guest else 2
-    path = cache / "dilation" / \
-        f"{build.key}-{getattr(acc, 'name', 'x')}-{vcpus}.json"
+    path = cache / "dilation" / f"{getattr(acc, 'name', 'x')}-{vcpus}.json"
     if path.is_file():
         try:
             rec = json.loads(path.read_text())

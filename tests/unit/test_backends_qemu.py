@@ -72,10 +72,21 @@ def test_rotational(tmp_path):
     assert "virtio-scsi-pci,id=swapscsi" in devices
     assert any(d.startswith("scsi-hd,") and "rotation_rate=7200" in d
                and "drive=swapdisk" in d for d in devices)
+    # the device model does the delaying: no throttle on top of it
+    assert be.params["model"] == "disk" and opt(argv, "-object") == []
+    assert setup.device == "/dev/sda"
+    assert setup.expect == {"name": "sda", "rotational": "1"}
+
+
+def test_rotational_throttled_without_model(tmp_path):
+    be = Backend("hdd", "rotational", {"rotation_rate": 7200,
+                                       "throttle_iops": 150,
+                                       "throttle_bps": 120})
+    setup = backends.prepare(be, GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path)
     group = opt(argv, "-object")
-    assert group == [f"throttle-group,id=swapthrottle,x-iops-total="
-                     f"{be.params['throttle_iops']},x-bps-total="
-                     f"{be.params['throttle_bps'] * 1024 * 1024}"]
+    assert group == [f"throttle-group,id=swapthrottle,x-iops-total=150,"
+                     f"x-bps-total={120 * 1024 * 1024}"]
     node = json.loads(opt(argv, "-blockdev")[0])
     assert node["driver"] == "throttle" and node["node-name"] == "swapdisk"
     assert node["file"]["file"]["filename"] == str(tmp_path / "swap.img")
