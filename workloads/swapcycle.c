@@ -47,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procfs.h"
+
 /* overridable at build time, for a test build with stubbed syscalls */
 #ifndef PROC_SWAPS
 #define PROC_SWAPS	"/proc/swaps"
@@ -323,22 +325,6 @@ static bool sleep_or_stop(const sigset_t *stop, uint64_t ms)
 	}
 }
 
-/* MemTotal in bytes, 0 if unknown */
-static uint64_t mem_total(void)
-{
-	unsigned long long kb = 0;
-	char line[128];
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
-
 /*
  * Write @bytes of fresh anonymous memory a page at a time and free it:
  * under that pressure the other processes' pages go out to swap, and
@@ -387,7 +373,7 @@ cycler(const struct opts *o, const char *dev, pid_t parent)
 {
 	struct sigaction sa;
 	sigset_t stop;
-	uint64_t cycle, push_bytes;
+	uint64_t cycle, push_bytes, mem, swap_total;
 	int fd;
 
 	/* the stop signals: blocked, but handled when let in (no default
@@ -414,7 +400,9 @@ cycler(const struct opts *o, const char *dev, pid_t parent)
 		close(fd);
 	}
 
-	push_bytes = (uint64_t)(o->push_frac * (double)mem_total());
+	if (meminfo_read(&mem, &swap_total))
+		mem = 0;	/* no push then: logged as push_bytes=0 */
+	push_bytes = (uint64_t)(o->push_frac * (double)mem);
 	klog("swapcycle: start dev=%s interval_ms=%" PRIu64 " max_cycles=%"
 	     PRIu64 " push_bytes=%" PRIu64 " pid=%d", dev, o->interval_ms,
 	     o->max_cycles, push_bytes, getpid());

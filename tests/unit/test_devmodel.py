@@ -335,17 +335,24 @@ EIO = 5
 FAST_SSD = {"model": "ssd", "read_us": 0, "write_us": 0}
 
 
+def faulty(tmp_path: Path, **rates: float) -> devices.ModelSource:
+    """A fast SSD model with the given fault rates, logging to
+    tmp_path/nbdkit.log, started."""
+    be = Backend("bad", "nvme", dict(FAST_SSD, **rates))
+    guest = Guest(memory_mib=256, vcpus=1, swap_mib=8, firmware="seabios",
+                  cmdline="")
+    src = devices.source_for(be, guest, tmp_path,
+                             log=tmp_path / "nbdkit.log")
+    assert src is not None
+    src.prepare()
+    return src
+
+
 def test_written_blocks_go_bad_until_rewritten(tmp_path):
     """read_error_rate 1: every write leaves its blocks unreadable (a
     latent sector error) until it is written again; never-written blocks
     and the swap header (block 0) read fine."""
-    log = tmp_path / "nbdkit.log"
-    be = Backend("bad", "nvme", dict(FAST_SSD, read_error_rate=1))
-    guest = Guest(memory_mib=256, vcpus=1, swap_mib=8, firmware="seabios",
-                  cmdline="")
-    src = devices.source_for(be, guest, tmp_path, log=log)
-    assert src is not None
-    src.prepare()
+    src = faulty(tmp_path, read_error_rate=1)
     try:
         c = Nbd(src.socket)
         c.write(0, b"h" * 4096)
@@ -358,20 +365,14 @@ def test_written_blocks_go_bad_until_rewritten(tmp_path):
         c.close()
     finally:
         src.close()
-    assert devices.injected_faults(log) == {"read_errors": 2,
-                                            "write_errors": 0}
+    assert devices.injected_faults(src.log) == {"read_errors": 2,
+                                                "write_errors": 0}
 
 
 def test_bad_blocks_refuse_writes_and_keep_old_data(tmp_path):
     """write_error_rate 1: every write but the header's fails and stores
     nothing; reads are unaffected."""
-    log = tmp_path / "nbdkit.log"
-    be = Backend("bad", "nvme", dict(FAST_SSD, write_error_rate=1))
-    guest = Guest(memory_mib=256, vcpus=1, swap_mib=8, firmware="seabios",
-                  cmdline="")
-    src = devices.source_for(be, guest, tmp_path, log=log)
-    assert src is not None
-    src.prepare()
+    src = faulty(tmp_path, write_error_rate=1)
     try:
         c = Nbd(src.socket)
         c.write(0, b"h" * 4096)
@@ -381,8 +382,8 @@ def test_bad_blocks_refuse_writes_and_keep_old_data(tmp_path):
         c.close()
     finally:
         src.close()
-    assert devices.injected_faults(log) == {"read_errors": 0,
-                                            "write_errors": 1}
+    assert devices.injected_faults(src.log) == {"read_errors": 0,
+                                                "write_errors": 1}
 
 
 def test_fault_rates_validated():
