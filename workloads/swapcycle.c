@@ -325,15 +325,33 @@ static bool sleep_or_stop(const sigset_t *stop, uint64_t ms)
 	}
 }
 
+/* true if one of the (blocked) @stop signals is waiting */
+static bool stop_pending(const sigset_t *stop)
+{
+	sigset_t pending;
+	int sig;
+
+	if (sigpending(&pending))
+		return false;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(stop, sig) == 1 &&
+		    sigismember(&pending, sig) == 1)
+			return true;
+	return false;
+}
+
 /*
  * Write @bytes of fresh anonymous memory a page at a time and free it:
  * under that pressure the other processes' pages go out to swap, and
- * once it is freed RAM has room to take them back.  0 or an errno.
+ * once it is freed RAM has room to take them back.  It takes seconds, so
+ * a stop signal ends it early (EINTR): the cycler must not go on making
+ * memory pressure after the command has ended.  0 or an errno.
  */
-static int push(uint64_t bytes)
+static int push(uint64_t bytes, const sigset_t *stop)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t off;
+	int ret = 0;
 	char *p;
 
 	if (!bytes)
@@ -342,10 +360,16 @@ static int push(uint64_t bytes)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return errno;
-	for (off = 0; off < bytes; off += (uint64_t)page)
+	for (off = 0; off < bytes; off += (uint64_t)page) {
+		/* look every MiB */
+		if (!(off & ((1 << 20) - 1)) && stop_pending(stop)) {
+			ret = EINTR;
+			break;
+		}
 		p[off] = 1;
+	}
 	munmap(p, bytes);
-	return 0;
+	return ret;
 }
 
 /* swapon again until it works, within reason; 0 or the last errno */
@@ -376,8 +400,10 @@ cycler(const struct opts *o, const char *dev, pid_t parent)
 	uint64_t cycle, push_bytes, mem, swap_total;
 	int fd;
 
-	/* the stop signals: blocked, but handled when let in (no default
-	 * action, which would end the cycler with swap off) */
+	/*
+	 * The stop signals: blocked, but handled when let in (no default
+	 * action, which would end the cycler with swap off).
+	 */
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
@@ -414,12 +440,16 @@ cycler(const struct opts *o, const char *dev, pid_t parent)
 		if (sleep_or_stop(&stop, o->interval_ms))
 			_exit(EXIT_OK);
 		tp = now_ns();
-		ret = push(push_bytes);
+		ret = push(push_bytes, &stop);
+		if (ret == EINTR)
+			_exit(EXIT_OK);
 		if (ret)
 			klog("swapcycle: cycle=%" PRIu64 " push: %s", cycle,
 			     errno_name(ret, b1, sizeof(b1)));
-		/* let the stop signals interrupt swapoff (the kernel keeps
-		 * the area on); one that came just now ends the cycler */
+		/*
+		 * Let the stop signals interrupt swapoff (the kernel keeps
+		 * the area on); one that came just now ends the cycler.
+		 */
 		sigprocmask(SIG_UNBLOCK, &stop, NULL);
 		if (stop_sig)
 			_exit(EXIT_OK);
@@ -432,8 +462,9 @@ cycler(const struct opts *o, const char *dev, pid_t parent)
 		/* swap is off: nothing stops us before swapon */
 		if (!ret)
 			on_err = swapon_again(dev, cycle);
-		klog("swapcycle: cycle=%" PRIu64 " swapoff=%s off_ms=%.3f "
-		     "swapon=%s push_ms=%.3f", cycle,
+		/* one string: lab/runner.py's SWAPCYCLE_RE parses it */
+		klog("swapcycle: cycle=%" PRIu64 " swapoff=%s off_ms=%.3f swapon=%s push_ms=%.3f",
+		     cycle,
 		     ret ? errno_name(off_err, b1, sizeof(b1)) : "ok",
 		     (double)(t1 - t0) / 1e6,
 		     ret ? "skipped" : on_err ?

@@ -156,8 +156,10 @@ static inline void stamp_decode(const struct stamp_key *k, uint64_t head,
 	*pass = head >> 48;
 }
 
-/* print one mismatch to stderr as soon as it is found (@fork: by the
- * --fork-share verifier) */
+/*
+ * Print one mismatch to stderr as soon as it is found (@fork: by the
+ * --fork-share verifier).
+ */
 void mismatch_print(const struct stamp_key *k, unsigned int task,
 		    const struct mismatch *m, bool fork);
 

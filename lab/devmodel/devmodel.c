@@ -34,17 +34,22 @@
  * All delays are multiplied by scale (time dilation).
  *
  * Faults (any model), per 4 KiB block, sticky the way media errors are:
- *   read_error_rate: the share of writes that leave their blocks
- *   unreadable (a latent sector error); every read touching such a block
- *   fails with EIO until the block is written again.  A random error per
- *   request would not do: the guest's driver retries a failed request
- *   (NVMe five times), so only an error that persists reaches the swap
- *   code above it.
+ *   read_error_rate: the chance that writing a block leaves it unreadable
+ *   (a latent sector error); every read touching such a block fails with
+ *   EIO until the block is written again.  A random error per request
+ *   would not do: the guest's driver retries a failed request (NVMe five
+ *   times), so only an error that persists reaches the swap code above
+ *   it.  Per block, not per request: the variants differ in how large
+ *   their writes are (a THP goes out as one 2 MiB request), and a fault
+ *   rate per request would favour the large ones.
  *   write_error_rate: the share of blocks on which every write fails
  *   (a bad spot that never takes data); the failed write stores nothing.
- *   Block 0 (the swap header) is never faulty.  Every injected error is
- *   logged with nbdkit_error ("devmodel: injected EIO ..."), so the lab
- *   counts them in nbdkit's log.
+ *   Block 0 (the swap header) is never faulty.  Both draws are hashes of
+ *   error_seed, the block and (for reads) how often the block was
+ *   written, so a seed gives the same faults whatever order requests
+ *   arrive in.  Every injected error is logged with nbdkit_error
+ *   ("devmodel: injected EIO ..."), so the lab counts them in nbdkit's
+ *   log.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -85,8 +90,10 @@ static int parallel = 8;
 static double read_error_rate;
 static double write_error_rate;
 static uint64_t error_seed = 1;
-static uint8_t *unreadable;		/* one bit per block */
-static uint64_t rng_state;
+/* per block: UNREADABLE, and the low bits count its writes */
+static uint8_t *blocks;
+#define UNREADABLE	0x80
+#define WRITES_MASK	0x7f
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t dev_size;
@@ -199,12 +206,8 @@ static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
 		return parse_rate(key, value, &read_error_rate);
 	if (!strcmp(key, "write_error_rate"))
 		return parse_rate(key, value, &write_error_rate);
-	if (!strcmp(key, "error_seed")) {
-		if (parse_double(key, value, &v, 0))
-			return -1;
-		error_seed = (uint64_t)v;
-		return 0;
-	}
+	if (!strcmp(key, "error_seed"))
+		return nbdkit_parse_uint64_t(key, value, &error_seed);
 	if (!strcmp(key, "parallel")) {
 		if (parse_double(key, value, &v, 1))
 			return -1;
@@ -232,7 +235,7 @@ static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
 	"write_us=US                ssd write latency (20)\n" \
 	"bandwidth_mb_s=N           ssd bandwidth, MB/s (2000)\n" \
 	"parallel=N                 ssd requests served at once (8)\n" \
-	"read_error_rate=P          share of writes left unreadable (0)\n" \
+	"read_error_rate=P          chance a block write leaves it unreadable (0)\n" \
 	"write_error_rate=P         share of blocks that refuse writes (0)\n" \
 	"error_seed=N               seed of the fault choices (1)"
 
@@ -246,12 +249,10 @@ static int devmodel_prepare(nbdkit_next *next, void *handle, int readonly)
 		return -1;
 	pthread_mutex_lock(&lock);
 	dev_size = size;
-	if (read_error_rate > 0 && !unreadable) {
-		unreadable = calloc(((uint64_t)size >> BLOCK_SHIFT) / 8 + 1, 1);
-		rng_state = error_seed * 0x9e3779b97f4a7c15ULL + 1;
-	}
+	if (read_error_rate > 0 && !blocks)
+		blocks = calloc(((uint64_t)size >> BLOCK_SHIFT) + 1, 1);
 	pthread_mutex_unlock(&lock);
-	if (read_error_rate > 0 && !unreadable) {
+	if (read_error_rate > 0 && !blocks) {
 		nbdkit_error("devmodel: no memory for the fault map");
 		return -1;
 	}
@@ -267,9 +268,23 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* true with probability p for a random x: the top 53 bits of mix(x)
+ * are a uniform draw with a double's precision */
 static bool chance(uint64_t x, double p)
 {
 	return (double)(mix(x) >> 11) < p * (double)(1ULL << 53);
+}
+
+/* the draws of block b: distinct streams for bad spots and for rot */
+static bool bad_spot(uint64_t b)
+{
+	return chance(mix(error_seed) ^ mix(b), write_error_rate);
+}
+
+static bool rots(uint64_t b, unsigned int writes)
+{
+	return chance(mix(~error_seed) ^ mix(b << 7 | writes),
+		      read_error_rate);
 }
 
 /* first and last block of a request, block 0 (the header) left out */
@@ -285,8 +300,10 @@ static bool blocks_of(uint32_t count, uint64_t offset, uint64_t *first,
 	return *first <= *last;
 }
 
-/* Is the request to fail?  Updates the map of unreadable blocks: a good
- * write clears its blocks, and read_error_rate of them go bad again. */
+/*
+ * Is the request to fail?  A write that does not fail rewrites its blocks:
+ * each becomes readable again, or unreadable by chance (rots()).
+ */
 static bool inject(uint32_t count, uint64_t offset, bool write)
 {
 	uint64_t first, last, b;
@@ -298,20 +315,16 @@ static bool inject(uint32_t count, uint64_t offset, bool write)
 	pthread_mutex_lock(&lock);
 	if (write) {
 		for (b = first; b <= last && !fail; b++)
-			fail = chance(error_seed ^ (b << 1), write_error_rate);
-		if (!fail && unreadable) {
-			bool rot = chance(rng_state++, read_error_rate);
+			fail = write_error_rate > 0 && bad_spot(b);
+		for (b = first; b <= last && !fail && blocks; b++) {
+			unsigned int writes = (blocks[b] + 1) & WRITES_MASK;
 
-			for (b = first; b <= last; b++)
-				if (rot)
-					unreadable[b / 8] |= 1 << (b % 8);
-				else
-					unreadable[b / 8] &= ~(1 << (b % 8));
+			blocks[b] = writes | (rots(b, writes) ? UNREADABLE : 0);
 		}
 		n_write_errors += fail;
-	} else if (unreadable) {
+	} else if (blocks) {
 		for (b = first; b <= last && !fail; b++)
-			fail = unreadable[b / 8] & (1 << (b % 8));
+			fail = blocks[b] & UNREADABLE;
 		n_read_errors += fail;
 	}
 	pthread_mutex_unlock(&lock);
@@ -465,7 +478,7 @@ static void devmodel_unload(void)
 	if (n_read_errors || n_write_errors)
 		nbdkit_debug("devmodel: injected %" PRIu64 " read and %" PRIu64
 			     " write errors", n_read_errors, n_write_errors);
-	free(unreadable);
+	free(blocks);
 }
 
 static int devmodel_is_rotational(nbdkit_next *next, void *handle)

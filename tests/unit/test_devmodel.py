@@ -393,3 +393,26 @@ def test_fault_rates_validated():
     assert devices.injects_faults(Backend("n", "nvme", {
         "model": "ssd", "write_error_rate": 0.001}))
     assert not devices.injects_faults(Backend("n", "nvme", {"model": "ssd"}))
+
+
+def test_faults_are_drawn_per_block_and_by_seed(tmp_path):
+    """A quarter of the blocks of one 1 MiB write go bad, not all or none
+    of them (a draw per request would favour large writes); the seed, not
+    the arrival order, decides which."""
+    def bad_blocks(seed: int, where: Path) -> set[int]:
+        where.mkdir()
+        src = faulty(where, read_error_rate=0.25, error_seed=seed)
+        try:
+            c = Nbd(src.socket)
+            c.write(MIB, bytes(MIB))                  # blocks 256..511
+            bad = {b for b in range(256, 512)
+                   if c.status(CMD_READ, b * 4096, 4096) == EIO}
+            c.close()
+        finally:
+            src.close()
+        return bad
+
+    one = bad_blocks(1, tmp_path / "a")
+    assert 32 <= len(one) <= 96, len(one)            # 64 expected
+    assert bad_blocks(1, tmp_path / "b") == one
+    assert bad_blocks(2, tmp_path / "c") != one
