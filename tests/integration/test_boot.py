@@ -175,6 +175,22 @@ def test_workload_overrun_in_guest(kernel, guest, lab_cache, tmp_path):
     assert res.result["workload"]["timed_out"] is True
 
 
+def test_oom_kill_in_guest(kernel, guest, lab_cache, tmp_path):
+    """A workload that wants more than RAM and swap have left is killed
+    by the guest's OOM killer: a failed cell named oom, with the killer's
+    report in its log, and QEMU gone."""
+    # 3.1 x MemTotal: below RAM + swap (256 + 512 MiB), so the
+    # kernel's overcommit check lets the mapping through, and above what
+    # is left of them once the kernel has its share
+    spec = make_spec(kernel, guest, tmp_path / "oom", "nvme",
+                     ["swaplab-memtest", "--frac-mem", "3.1"], timeout_s=300)
+    res = runner.run_cell(spec, lab_cache)
+    assert res.reason == "oom", f"{res.reason}: {res.detail}"
+    assert res.result["kernel_log_flags"]["oom"]["count"] >= 1
+    assert "Out of memory" in res.console_log.read_text()
+    assert not qemu_running(spec.cell_id)
+
+
 def test_corrupt_frame(kernel, guest, lab_cache, tmp_path):
     spec = make_spec(kernel, guest, tmp_path / "corrupt", "nvme",
                      ["swaplab-memtest", "--mib", "8"], timeout_s=60,

@@ -105,6 +105,54 @@ def test_broken_patch_fails_and_leaves_tree_pristine(
     assert good.bzimage.is_file(), "another variant's build is intact"
 
 
+# Breaks init/main.c, which Kbuild compiles early: the build fails
+# within a minute or two instead of after the whole tree.
+COMPILE_ERROR = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: swaplab <swaplab@example.org>
+Subject: [PATCH] init: a patch that applies but does not compile
+
+---
+ init/main.c | 1 +
+ 1 file changed, 1 insertion(+)
+
+diff --git a/init/main.c b/init/main.c
+--- a/init/main.c
++++ b/init/main.c
+@@ -11,3 +11,4 @@
+  */
+ 
++#error "swaplab test: a deliberate compile error"
+ #define DEBUG\t\t/* Enable initcall_debug */
+"""
+
+
+def test_compile_error_names_file_and_log(repo_matrix: Matrix,
+                                          base_build: Build, lab_root: Path,
+                                          tmp_path: Path) -> None:
+    good = base_build
+    path = _write_matrix(tmp_path, {"0001-no-compile.patch": COMPILE_ERROR},
+                         "")
+    matrix = load_matrix(path)
+    with pytest.raises(BuildFailed) as info:
+        Builder(matrix, lab_root).build(matrix.variants["base"],
+                                        Progress("base"))
+    msg, log = str(info.value), info.value.log
+    assert "compile failed; last errors:" in msg
+    assert "init/main.c" in msg and "deliberate compile error" in msg
+    assert log is not None and "deliberate compile error" in \
+        log.read_text(errors="replace")
+    pristine = next((lab_root / "trees").glob("*/*/pristine"))
+    status = subprocess.run(["git", "-C", str(pristine), "status",
+                             "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""
+    assert good.bzimage.is_file(), "another variant's build is intact"
+    # and the real variant still builds (a no-op: its key is unchanged)
+    again = Builder(repo_matrix, lab_root).build(
+        repo_matrix.variants["base"], Progress("base"))
+    assert again.bzimage == good.bzimage and again.bzimage.is_file()
+
+
 def test_option_that_does_not_stick_is_named(lab_root: Path,
                                              tmp_path: Path) -> None:
     path = _write_matrix(tmp_path, {},
