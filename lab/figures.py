@@ -233,7 +233,7 @@ class Figure:
     svg: Path
 
 
-def _finish(fig: plt.Figure, res: Results, title: str, name: str,
+def finish(fig: plt.Figure, res: Results, title: str, name: str,
             dest: Path, note: str = "") -> Figure:
     # Wrapped here: matplotlib's wrap=True breaks lines only when drawing,
     # after tight_layout has left room for one line, so a long finding ran
@@ -256,7 +256,7 @@ def _finish(fig: plt.Figure, res: Results, title: str, name: str,
     return Figure(name, title, png, svg)
 
 
-def _colours(variants: Sequence[str]) -> dict[str, str]:
+def colours_of(variants: Sequence[str]) -> dict[str, str]:
     """Pass the run's full variant list (res.source.variants), never the
     subset a figure shows: a variant keeps its colour in every figure."""
     return {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(variants)}
@@ -270,7 +270,7 @@ def change_figure(res: Results, workload: str, dest: Path) -> Figure | None:
     if not metrics or not res.others():
         return None
     others, backends = res.others(), res.source.backends
-    colours = _colours(res.source.variants)
+    colours = colours_of(res.source.variants)
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics),
                                                        4.4), squeeze=False)
     shown: list[Row] = []
@@ -319,7 +319,7 @@ def change_figure(res: Results, workload: str, dest: Path) -> Figure | None:
     title = f"{workload}: " + headline(shown, res.source.baseline)
     note = (f"bars: mean % change; whiskers: {CONFIDENCE:.0%} CI; "
             "* significant, ns (hatched) not, n<3 not judged")
-    return _finish(fig, res, title, f"change-{workload}", dest, note)
+    return finish(fig, res, title, f"change-{workload}", dest, note)
 
 
 def latency_figure(res: Results, workload: str, dest: Path) -> Figure | None:
@@ -331,7 +331,7 @@ def latency_figure(res: Results, workload: str, dest: Path) -> Figure | None:
                         for v in res.source.variants):
         return None
     variants, backends = res.source.variants, res.source.backends
-    colours = _colours(variants)
+    colours = colours_of(variants)
     fig, axes = plt.subplots(1, len(backends), figsize=(4.2 * len(backends),
                                                         4.2), squeeze=False,
                              sharey=True)
@@ -359,7 +359,7 @@ def latency_figure(res: Results, workload: str, dest: Path) -> Figure | None:
     rows = [res.row(workload, be, p99, v) for be in backends
             for v in res.others()] if p99 else []
     title = f"{workload}: " + res.headline([r for r in rows if r])
-    return _finish(fig, res, title, f"latency-{workload}", dest)
+    return finish(fig, res, title, f"latency-{workload}", dest)
 
 
 def swapout_workload(res: Results) -> str | None:
@@ -386,7 +386,7 @@ def _bar_label(ax: plt.Axes, x: float, height: float, top: float,
     dark on a light one), else dark above it and its repeat dots
     (`top`)."""
     lo, hi = ax.get_ylim()
-    # The axes' height once _finish has laid the figure out under a
+    # The axes' height once finish has laid the figure out under a
     # two-line title: about 0.55 of the figure's.
     axis_pt = 0.55 * ax.get_figure().get_figheight() * 72
     bar_pt = height / (hi - lo) * axis_pt
@@ -411,7 +411,7 @@ def swapout_figure(res: Results, dest: Path) -> Figure | None:
     if not metric:
         return None
     variants, backends = res.source.variants, res.source.backends
-    colours = _colours(variants)
+    colours = colours_of(variants)
     fig, ax = plt.subplots(figsize=(9, 4.4))
     width = 0.8 / len(variants)
     shown, labels = [], []
@@ -442,7 +442,7 @@ def swapout_figure(res: Results, dest: Path) -> Figure | None:
     title = f"{wl}: " + res.headline([r for r in shown if r.change])
     note = ("bars: mean; dots: repeats; labels: average write size the "
             "swap device counted (/proc/diskstats)")
-    return _finish(fig, res, title, "swapout", dest, note)
+    return finish(fig, res, title, "swapout", dest, note)
 
 
 def colour_scale(changes: Sequence[float]) -> tuple[float, bool]:
@@ -510,7 +510,7 @@ def heatmap_figure(res: Results, dest: Path) -> Figure | None:
             f"the {SCALE_PERCENTILE}th percentile of its |changes|")
     title = f"Throughput on {', '.join(workloads)}: " + headline(
         shown, res.source.baseline)
-    return _finish(fig, res, title, "heatmap", dest, note)
+    return finish(fig, res, title, "heatmap", dest, note)
 
 
 def write_figures(res: Results, dest: Path) -> list[Figure]:

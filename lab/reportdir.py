@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from lab import reliability
 from lab.cache import atomic_write
 from lab.figures import Figure, Results, write_figures
 from lab.slides import write_deck
@@ -62,6 +63,23 @@ def index_html(res: Results, figs: list[Figure], files: list[Path],
     return "\n".join(out)
 
 
+def write_reliability(res: Results, out: Path,
+                      figs: list[Figure]) -> list[Path]:
+    """reliability.md and its figure (added to `figs`) when the run
+    injected faults or cycled swapoff."""
+    records = list(res.records.values())
+    if not reliability.has_faults(records):
+        return []
+    rows = reliability.summarize(records, res.source.variants)
+    path = out / "reliability.md"
+    atomic_write(path, reliability.markdown(rows, res.source.line()))
+    fig = reliability.figure(res, rows, out / "figures")
+    if fig is None:
+        return [path]
+    figs.append(fig)
+    return [path, fig.png, fig.svg]
+
+
 def build_report(run: Run, dest: Path | None = None,
                  all_metrics: bool = False, pdf: bool = True) -> list[Path]:
     """Write the run's report directory; the paths, index.html first."""
@@ -78,6 +96,7 @@ def build_report(run: Run, dest: Path | None = None,
         atomic_write(out / name, text)
         files.append(out / name)
     files += write_deck(res, rec, figs, out, pdf)
+    files += write_reliability(res, out, figs)
     index = out / "index.html"
     atomic_write(index, index_html(res, figs, files, out))
     return [index, *files]

@@ -84,7 +84,7 @@ def test_one_repeat_judges_nothing(real, tmp_path):
 
 def test_a_variant_has_one_colour_in_every_figure(res, drawn):
     colours = {v: c.lower() for v, c in
-               figures._colours(res.source.variants).items()}
+               figures.colours_of(res.source.variants).items()}
 
     def used(name: str) -> set[str]:
         text = drawn[name].svg.read_text().lower()

@@ -1,0 +1,189 @@
+"""The reliability section of a report: for each variant, how much was
+swapped out and back in with every page verified, which device faults
+were injected and survived, what the guest kernel complained about.
+
+It reads the finished cells of any run (a lab-error is the host's
+fault, retried by the next run, and not counted). The `faults` sub-matrix (matrix.yaml) is made for it: sticky
+media errors from the device model (lab/devmodel), swapoff cycles under
+load (workloads/swapcycle.c), fork with shared swap entries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import matplotlib.pyplot as plt
+
+from lab.cellrun import KERNEL_COMPLAINTS
+from lab.figures import Figure, Results, colours_of, finish
+from lab.store import CellRecord
+
+PAGE = 4096
+GIB = 1 << 30
+
+
+@dataclass
+class VariantFaults:
+    """One variant's figures, summed over its cells."""
+    variant: str
+    cells: int = 0
+    failed: int = 0
+    swapped_out_gib: float = 0.0
+    swapped_in_gib: float = 0.0
+    verified_pages: int = 0
+    mismatches: int = 0
+    procs_io_killed: int = 0
+    injected_read: int = 0          # failed device requests (with retries)
+    injected_write: int = 0
+    kernel_read_errors: int = 0     # "Read-error on swap-device", at least
+    kernel_write_errors: int = 0
+    swapoff_cycles: int = 0
+    swapoff_ok: int = 0
+    # a swapon that failed (swap left off) or a swapoff error other than
+    # the kernel's two answers under load (ENOMEM, EINTR)
+    swap_failures: int = 0
+    complaints: int = 0             # WARN, BUG, lockdep, KASAN ... lines
+
+    @property
+    def faults(self) -> int:
+        return self.injected_read + self.injected_write
+
+    @property
+    def clean(self) -> bool:
+        return not (self.mismatches or self.complaints or self.failed or
+                    self.swap_failures)
+
+
+def _workload(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((result.get("workload") or {}).get("result") or {})
+
+
+def add_cell(row: VariantFaults, result: Mapping[str, Any]) -> None:
+    row.cells += 1
+    if result.get("outcome") != "ok":
+        row.failed += 1
+    vmstat = (result.get("delta") or {}).get("vmstat") or {}
+    row.swapped_out_gib += vmstat.get("pswpout", 0) * PAGE / GIB
+    row.swapped_in_gib += vmstat.get("pswpin", 0) * PAGE / GIB
+    wl = _workload(result)
+    total = wl.get("total") or {}
+    # verified_pages includes the final sweep
+    row.verified_pages += (total.get("verified_pages", 0) +
+                           total.get("fork_verified_pages", 0))
+    row.mismatches += (total.get("mismatches", 0) +
+                       total.get("fork_mismatches", 0))
+    row.procs_io_killed += wl.get("procs_io_killed", 0)
+    dev = result.get("device_faults") or {}
+    row.injected_read += dev.get("read_errors", 0)
+    row.injected_write += dev.get("write_errors", 0)
+    events = result.get("swap_events") or {}
+    row.kernel_read_errors += events.get("read_errors", 0)
+    row.kernel_write_errors += events.get("write_errors", 0)
+    cycles = events.get("swapcycle") or []
+    row.swapoff_cycles += len(cycles)
+    row.swapoff_ok += sum(c.get("swapoff") == "ok" for c in cycles)
+    row.swap_failures += sum(
+        c.get("swapon") not in ("ok", "skipped") or
+        c.get("swapoff") not in ("ok", "ENOMEM", "EINTR") for c in cycles)
+    flags = result.get("kernel_log_flags") or {}
+    row.complaints += sum((flags.get(k) or {}).get("count", 0)
+                          for k in KERNEL_COMPLAINTS)
+
+
+def summarize(records: Iterable[CellRecord],
+              variants: Iterable[str]) -> list[VariantFaults]:
+    """One row per variant that has cells, in the matrix's order."""
+    rows = {v: VariantFaults(v) for v in variants}
+    for rec in records:
+        if not rec.finished:
+            continue
+        row = rows.setdefault(rec.cell.variant, VariantFaults(
+            rec.cell.variant))
+        add_cell(row, rec.result)
+    return [r for r in rows.values() if r.cells]
+
+
+def has_faults(records: Iterable[CellRecord]) -> bool:
+    """Did any cell inject device faults or cycle swapoff?"""
+    return any(rec.result.get("device_faults") or
+               (rec.result.get("swap_events") or {}).get("swapcycle")
+               for rec in records)
+
+
+HEADER = ("variant", "cells (failed)", "GiB out", "GiB in",
+          "pages verified", "mismatches", "device faults r/w",
+          "kernel swap errors r/w", "procs killed (SIGBUS)",
+          "swapoff ok/cycles", "swap on/off failures", "kernel complaints")
+
+
+def cells_of(row: VariantFaults) -> tuple[str, ...]:
+    return (row.variant, f"{row.cells} ({row.failed})",
+            f"{row.swapped_out_gib:.2f}", f"{row.swapped_in_gib:.2f}",
+            f"{row.verified_pages}", f"{row.mismatches}",
+            f"{row.injected_read}/{row.injected_write}",
+            f"{row.kernel_read_errors}/{row.kernel_write_errors}",
+            f"{row.procs_io_killed}",
+            f"{row.swapoff_ok}/{row.swapoff_cycles}", f"{row.swap_failures}",
+            f"{row.complaints}")
+
+
+def markdown(rows: list[VariantFaults], line: str) -> str:
+    out = ["# Reliability", "", line, "",
+           "Device faults are failed requests at the device model (the "
+           "guest's driver retries each up to five times, so one lost "
+           "read counts several); kernel swap errors are the guest's "
+           "rate-limited \"Read-/Write-error on swap-device\" lines, a "
+           "lower bound. A variant passes with 0 mismatches, 0 kernel "
+           "complaints, no failed swapon and no failed cell; a process "
+           "killed by SIGBUS lost its data loudly, which is allowed.", "",
+           "| " + " | ".join(HEADER) + " |",
+           "|" + "---|" * len(HEADER)]
+    out += ["| " + " | ".join(cells_of(r)) + " |" for r in rows]
+    bad = [r.variant for r in rows if not r.clean]
+    out += ["", f"Not clean: {', '.join(bad)}." if bad else
+            "Every variant clean: no mismatch, no kernel complaint, "
+            "no failed swapon, no failed cell."]
+    return "\n".join(out) + "\n"
+
+
+def headline(rows: list[VariantFaults]) -> str:
+    bad = [r.variant for r in rows if not r.clean]
+    out = min(r.swapped_out_gib for r in rows)
+    back = min(r.swapped_in_gib for r in rows)
+    faults = sum(r.faults for r in rows)
+    if bad:
+        return f"Not clean under faults: {', '.join(bad)}"
+    return (f"No silent corruption: {len(rows)} variants, each at least "
+            f"{out:.2f} GiB swapped out and {back:.2f} GiB back in, "
+            f"{faults} device faults")
+
+
+def figure(res: Results, rows: list[VariantFaults],
+           dest: Path) -> Figure | None:
+    """GiB swapped out and back per variant, faults and complaints
+    written on the bars."""
+    if not rows:
+        return None
+    colours = colours_of(res.source.variants)
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    xs = range(len(rows))
+    for i, row in zip(xs, rows):
+        colour = colours.get(row.variant, "#888888")
+        ax.bar(i - 0.2, row.swapped_out_gib, 0.4, color=colour)
+        ax.bar(i + 0.2, row.swapped_in_gib, 0.4, color=colour,
+               alpha=0.55, hatch="//")
+        top = max(row.swapped_out_gib, row.swapped_in_gib)
+        ax.annotate(f"{row.faults} faults\n{row.procs_io_killed} killed\n"
+                    f"{row.mismatches} mismatch\n{row.complaints} warn",
+                    (i, top), textcoords="offset points", xytext=(0, 3),
+                    ha="center", va="bottom", fontsize=7,
+                    color="#000000" if row.clean else "#D55E00")
+    ax.set_xticks(list(xs), [r.variant for r in rows], rotation=20,
+                  ha="right")
+    ax.set_ylabel("GiB swapped (solid: out, hatched: in)")
+    ax.set_ylim(0, max(max(r.swapped_out_gib, r.swapped_in_gib)
+                       for r in rows) * 1.45 or 1)
+    return finish(fig, res, headline(rows), "reliability", dest,
+                   note="verified: every page read back was checked "
+                   "against its stamp; faults: failed device requests")
