@@ -64,6 +64,15 @@ STOP_WITHIN_S = 10
 FIGURES: dict[str, float] = {}
 
 
+def as_foreground_job() -> None:
+    """SIGINT and SIGQUIT as a shell leaves them to a foreground job. A
+    test session started in the background by a non-interactive shell
+    (nohup ... &) inherits them ignored, and so would lab: Ctrl-C would
+    then never reach it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def wait_for(what: str, check, proc: subprocess.Popen, log: Path,
              timeout: float):
     deadline = time.monotonic() + timeout
@@ -124,7 +133,7 @@ def test_interrupted_matrix_run(base_build: Build, lab_root: Path,
             [sys.executable, "-m", "lab", "--cache", str(lab_root), "run",
              "--file", str(matrix), "--matrix", "quick"],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=as_foreground_job)
     try:
         run = wait_for("run directory", lambda: our_run(lab_root, matrix),
                        lab, log, 300)
