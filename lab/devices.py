@@ -40,7 +40,7 @@ from typing import Any, Iterator
 
 from lab.errors import LabError
 from lab import initramfs, procs
-from lab.matrix import MODELS, Backend, Guest
+from lab.matrix import FAULT_RATES, MODELS, Backend, Guest
 
 REPO = Path(__file__).resolve().parent.parent
 DEVMODEL_DIR = REPO / "lab" / "devmodel"
@@ -61,8 +61,7 @@ DEFAULTS = {"disk": {"seek_short_ms": 0.8, "seek_full_ms": 8.0,
                      "transfer_mb_s": 150.0},
             "ssd": {"read_us": 80.0, "write_us": 20.0,
                     "bandwidth_mb_s": 2000.0, "parallel": 8}}
-FAULT_KEYS = {"read_error_rate": float, "write_error_rate": float,
-              "error_seed": int}
+FAULT_KEYS = dict.fromkeys(FAULT_RATES, float) | {"error_seed": int}
 # what the filter logs for each fault it injects (nbdkit_error)
 INJECTED_RE = re.compile(rb"devmodel: injected EIO into (pread|pwrite)")
 
@@ -311,7 +310,7 @@ def running(backend: Backend, guest: Guest, image_dir: Path,
 
 def injects_faults(backend: Backend) -> bool:
     return any(float(backend.params.get(k, 0) or 0) > 0
-               for k in ("read_error_rate", "write_error_rate"))
+               for k in FAULT_RATES)
 
 
 def needs_factor(backend: Backend) -> bool:

@@ -333,8 +333,8 @@ BACKEND_PARAMS: dict[str, dict[str, str]] = {
     "pmem": {"mode": "str", "dax": "bool"},
 }
 # Sticky media faults, injected by the device model (any model).
-FAULT_PARAMS = {"read_error_rate": "rate", "write_error_rate": "rate",
-                "error_seed": "int"}
+FAULT_RATES = ("read_error_rate", "write_error_rate")
+FAULT_PARAMS = dict.fromkeys(FAULT_RATES, "rate") | {"error_seed": "int"}
 for _kind in ("rotational", "nvme"):
     BACKEND_PARAMS[_kind].update(FAULT_PARAMS)
 PMEM_MODES = ("nvdimm", "memmap")
@@ -374,8 +374,7 @@ def _backend(name: str, node: Node) -> Backend:
     if "model" in params and params["model"] not in MODELS[kind]:
         raise expected(node.value["model"],
                        f"a {kind} model: {' or '.join(MODELS[kind])}")
-    faulty = [p for p in ("read_error_rate", "write_error_rate")
-              if params.get(p)]
+    faulty = [p for p in FAULT_RATES if params.get(p)]
     if faulty and params.get("model", "none") == "none":
         raise expected(node.value[faulty[0]],
                        f"{faulty[0]} only with a device model (model: "
