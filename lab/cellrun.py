@@ -13,7 +13,7 @@ import functools
 import hashlib
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from lab import accel, runner, store
 from lab.build import Build
@@ -73,7 +73,7 @@ def provenance(matrix: Matrix, cell: Cell, build: Build,
                ended: str) -> dict[str, Any]:
     workload = matrix.workloads[cell.workload]
     backend = matrix.backends[cell.backend]
-    wl_json = ((result.get("workload") or {}).get("result") or {})
+    wl_json = workload_doc(result)
     return {
         "tree": {"package": build.tree, "version": build.tree_version},
         "patches": build.patches,
@@ -112,18 +112,28 @@ KERNEL_COMPLAINTS = ("warn", "bug", "oops", "panic", "kasan", "lockdep",
                      "gpf", "lockup")
 
 
+def workload_doc(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The workload's own JSON document in a cell result ({} if none)."""
+    return (result.get("workload") or {}).get("result") or {}
+
+
+def complaints(result: Mapping[str, Any]) -> dict[str, int]:
+    """Kernel complaints in the guest log: count by kind, those seen."""
+    flags = result.get("kernel_log_flags") or {}
+    counts = {name: (flags.get(name) or {}).get("count") or 0
+              for name in KERNEL_COMPLAINTS}
+    return {name: n for name, n in counts.items() if n}
+
+
 def sanity(result: dict[str, Any]) -> list[str]:
     """What makes a cell's measurement untrustworthy beyond its outcome:
     kernel complaints in the guest log, data mismatches. (A guest that
     did not prove its identity or firmware has already failed: classify.)"""
-    problems = []
     flags = result.get("kernel_log_flags") or {}
-    for name in KERNEL_COMPLAINTS:
-        if (flags.get(name) or {}).get("count"):
-            first = flags[name].get("first", "")
-            problems.append(f"guest kernel log has {name}: {first}")
-    wl = ((result.get("workload") or {}).get("result") or {})
-    total = wl.get("total") or {}
+    problems = [f"guest kernel log has {name}: "
+                f"{flags[name].get('first', '')}"
+                for name in complaints(result)]
+    total = workload_doc(result).get("total") or {}
     for key, who in (("mismatches", ""), ("fork_mismatches",
                                           " seen by forked children")):
         if total.get(key):

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 import matplotlib.pyplot as plt
 
-from lab.cellrun import KERNEL_COMPLAINTS
+from lab.cellrun import complaints, workload_doc
 from lab.figures import Figure, Results, colours_of, finish
 from lab.store import CellRecord
 
@@ -55,10 +55,6 @@ class VariantFaults:
                     self.swap_failures)
 
 
-def _workload(result: Mapping[str, Any]) -> Mapping[str, Any]:
-    return ((result.get("workload") or {}).get("result") or {})
-
-
 def add_cell(row: VariantFaults, result: Mapping[str, Any]) -> None:
     row.cells += 1
     if result.get("outcome") != "ok":
@@ -66,7 +62,7 @@ def add_cell(row: VariantFaults, result: Mapping[str, Any]) -> None:
     vmstat = (result.get("delta") or {}).get("vmstat") or {}
     row.swapped_out_gib += vmstat.get("pswpout", 0) * PAGE / GIB
     row.swapped_in_gib += vmstat.get("pswpin", 0) * PAGE / GIB
-    wl = _workload(result)
+    wl = workload_doc(result)
     total = wl.get("total") or {}
     # verified_pages includes the final sweep
     row.verified_pages += (total.get("verified_pages", 0) +
@@ -86,9 +82,7 @@ def add_cell(row: VariantFaults, result: Mapping[str, Any]) -> None:
     row.swap_failures += sum(
         c.get("swapon") not in ("ok", "skipped") or
         c.get("swapoff") not in ("ok", "ENOMEM", "EINTR") for c in cycles)
-    flags = result.get("kernel_log_flags") or {}
-    row.complaints += sum((flags.get(k) or {}).get("count", 0)
-                          for k in KERNEL_COMPLAINTS)
+    row.complaints += sum(complaints(result).values())
 
 
 def summarize(records: Iterable[CellRecord],

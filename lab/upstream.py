@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from lab.cellrun import KERNEL_COMPLAINTS
+from lab.cellrun import complaints
 from lab.figures import Results, gain, pct_text, what
 from lab.matrix import Matrix, Variant, load_matrix, parse_matrix
 from lab.stats import Change, compare
@@ -162,11 +162,8 @@ def _complaints(res: Results, variants: Sequence[str]) -> dict[str, int]:
     for rec in res.records.values():
         if rec.cell.variant not in variants:
             continue
-        flags = rec.result.get("kernel_log_flags") or {}
-        for name in KERNEL_COMPLAINTS:
-            count = (flags.get(name) or {}).get("count") or 0
-            if count:
-                out[name] = out.get(name, 0) + count
+        for name, count in complaints(rec.result).items():
+            out[name] = out.get(name, 0) + count
     return out
 
 
