@@ -54,6 +54,8 @@ void usage(FILE *f)
 "                             is io-killed, not a crash; the others go on\n"
 "      --fork-share           after pass 0 each process forks a child that\n"
 "                             verifies the areas it shares copy-on-write\n"
+"      --fork-after-pass N    ... after pass N instead, once pages have\n"
+"                             been swapped in (and out) again\n"
 "      --dump-order           print the page order of task 0 and exit\n"
 "      --selftest-hist        histogram test: ns values on stdin, \"--\"\n"
 "                             separates sets; prints percentiles\n"
@@ -96,6 +98,7 @@ enum {
 	OPT_SIGBUS,
 	OPT_SURVIVE_SIGBUS,
 	OPT_FORK_SHARE,
+	OPT_FORK_PASS,
 };
 
 static const struct option long_opts[] = {
@@ -133,6 +136,7 @@ static const struct option long_opts[] = {
 	{ "test-sigbus-page", required_argument, NULL, OPT_SIGBUS },
 	{ "survive-sigbus", no_argument, NULL, OPT_SURVIVE_SIGBUS },
 	{ "fork-share", no_argument, NULL, OPT_FORK_SHARE },
+	{ "fork-after-pass", required_argument, NULL, OPT_FORK_PASS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -250,7 +254,7 @@ static int parse_corrupt(struct sb_config *cfg, const char *s)
 }
 
 struct seen {
-	bool passes, runtime, size, bg, pattern, work_us;
+	bool passes, runtime, size, bg, pattern, work_us, fork_pass;
 };
 
 static int parse_one(struct sb_config *cfg, int c, const char *arg,
@@ -395,6 +399,11 @@ static int parse_one(struct sb_config *cfg, int c, const char *arg,
 	case OPT_FORK_SHARE:
 		cfg->fork_share = true;
 		return 0;
+	case OPT_FORK_PASS:
+		if (parse_u64(arg, 0, 1ULL << 32, &cfg->fork_pass))
+			return bad("bad --fork-after-pass '%s'", arg);
+		seen->fork_pass = true;
+		return 0;
 	case 'q':
 		cfg->quiet = true;
 		return 0;
@@ -502,6 +511,11 @@ static int finalize(struct sb_config *cfg, const struct seen *seen,
 		return bad("%s", "--work-calibration needs --work-us");
 	if (cfg->fork_share && !cfg->verify)
 		return bad("%s", "--fork-share verifies: not with --no-verify");
+	if (seen->fork_pass && !cfg->fork_share)
+		return bad("%s", "--fork-after-pass needs --fork-share");
+	if (cfg->passes && cfg->fork_pass >= cfg->passes)
+		return bad("--fork-after-pass %" PRIu64 ": there are only %"
+			   PRIu64 " passes", cfg->fork_pass, cfg->passes);
 	/* the first pass that reads back what was written, as a swap-in */
 	cfg->sigbus_pass = cfg->passes == 1 ? 0 : 1;
 

@@ -223,6 +223,7 @@ static void emit_config(struct jw *w, const struct sb_config *cfg)
 		jw_null(w, "work_calibration");
 	jw_bool(w, "survive_sigbus", cfg->survive_sigbus);
 	jw_bool(w, "fork_share", cfg->fork_share);
+	jw_u64(w, "fork_after_pass", cfg->fork_pass);
 	jw_i64(w, "corrupt_page", cfg->corrupt_page);
 	jw_i64(w, "kill_page", cfg->kill_page);
 	jw_i64(w, "sigbus_page", cfg->sigbus_page);

@@ -3,8 +3,9 @@
  * The tasks: map the area, touch its pages pass after pass, time the
  * first touch of every page, stamp and verify, then sweep the area once
  * more to check the last stamps.  With --fork-share the threads of a
- * process meet after pass 0 and its main thread forks a verifier that
- * sweeps the areas it shares copy-on-write while the passes go on.
+ * process meet after pass 0 (or --fork-after-pass N) and its main thread
+ * forks a verifier that sweeps the areas it shares copy-on-write while
+ * the passes go on.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +27,7 @@
 #define STOP_CHECK_MASK 63	/* look at the clock every 64 pages */
 #define MIS_PRINT_MAX 16
 
-/* --fork-share: the process's threads meet after pass 0 */
+/* --fork-share: the process's threads meet after pass fork_pass */
 struct fork_meet {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -380,18 +381,19 @@ static void run_main(struct task_ctx *c)
 		if (pass > 0 && should_stop(c, pass))
 			break;
 		if (!run_pass(c, pass)) {
-			if (pass == 0) {
+			if (pass == 0)
 				first_pass_done(c);
-				fork_meet(c);
-			}
+			/* cut short: meet now, the fork sees where it stopped */
+			fork_meet(c);
 			break;
 		}
 		c->t->passes++;
 		if (pass == 0) {
 			first_pass_done(c);
 			area_sample(c, true);
-			fork_meet(c);
 		}
+		if (pass == cfg->fork_pass)
+			fork_meet(c);
 	}
 }
 
@@ -466,7 +468,7 @@ static void *task_thread(void *arg)
 		if (cfg->runtime_ns)
 			c->deadline = t->t_start + cfg->runtime_ns;
 		run_main(c);
-		fork_meet(c);	/* no-op: run_main() met after pass 0 */
+		fork_meet(c);	/* a no-op if run_main() met already */
 		t->t_end = now_ns();
 		t->cpu_ns = thread_cpu_ns() - c->cpu0;
 		getrusage(RUSAGE_THREAD, &r1);
@@ -509,7 +511,7 @@ fork_child(struct task_ctx *ctx, unsigned int n, pid_t ppid)
 
 /*
  * The main thread: wait until the @running threads (of @n) have met after
- * pass 0, fork the verifier, let them go on.
+ * pass fork_pass, fork the verifier, let them go on.
  */
 static pid_t fork_verifier(struct fork_meet *m, struct task_ctx *ctx,
 			   unsigned int n, unsigned int running,

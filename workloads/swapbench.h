@@ -82,7 +82,8 @@ struct sb_config {
 	bool latency;
 	bool quiet;
 	bool survive_sigbus;	/* a SIGBUS-killed process is io-killed */
-	bool fork_share;	/* fork a verifier after pass 0 */
+	bool fork_share;	/* fork a verifier after pass fork_pass */
+	uint64_t fork_pass;	/* --fork-after-pass [0] */
 	double fill_frac;	/* fill mode: share of MemTotal+SwapTotal */
 	int64_t corrupt_page;	/* test hook, -1: off */
 	uint64_t corrupt_offset;	/* ... the byte it flips */

@@ -32,7 +32,8 @@ TOP_KEYS = {"schema", "status", "exit_code", "procs_io_killed", "mode",
 CONFIG_KEYS = {"seed", "passes", "runtime_s", "warmup_passes", "step_pages",
                "verify", "final_verify", "latency", "thp", "work", "work_us",
                "work_loop_iterations", "work_calibration", "survive_sigbus",
-               "fork_share", "corrupt_page", "kill_page", "sigbus_page"}
+               "fork_share", "fork_after_pass", "corrupt_page", "kill_page",
+               "sigbus_page"}
 SYSTEM_KEYS = {"page_size", "mem_total_bytes", "swap_total_bytes", "cpus",
                "kernel"}
 AGG_KEYS = {"status", "tasks", "passes_min", "passes_max", "pages", "bytes",
@@ -469,6 +470,40 @@ def test_fork_share_clean(swapbench, args):
         assert p["fork_pid"] > 0 and p["fork_pid"] not in pids
     assert doc["total"]["fork_verified_pages"] == \
         sum(t["final_verify_pages"] for t in doc["tasks"])
+
+
+def test_fork_after_a_later_pass(swapbench):
+    # the child forks after pass 2 and checks pass 2's stamps; the parent
+    # goes on rewriting (pass 3) and sweeps pass 3's stamps at the end
+    doc = run_json(swapbench, "-q", "-s", "4M", "-P", "random", "-p", "2",
+                   "--passes", "4", "--fork-share", "--fork-after-pass",
+                   "2")
+    assert doc["status"] == "ok" and doc["config"]["fork_after_pass"] == 2
+    for t in doc["tasks"]:
+        assert t["passes"] == 4
+        assert t["fork_verified_pages"] == 1024
+        assert t["fork_mismatches"] == 0 and t["mismatches"] == 0
+
+
+def test_fork_after_pass_corruption_before_the_fork(swapbench):
+    # page 5 flipped right after pass 0: passes 1 and 2 find it (and
+    # rewrite it), so the child, forked after pass 2, sees a good page
+    res = run(swapbench, "-s", "4M", "--fork-share", "--passes", "3",
+              "--fork-after-pass", "2", "--corrupt-page", "5")
+    assert res.returncode == 3, res.stderr
+    t = json.loads(res.stdout)["tasks"][0]
+    assert t["mismatches"] >= 1 and t["fork_mismatches"] == 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--fork-after-pass", "1"], "--fork-after-pass needs --fork-share"),
+    (["--fork-share", "--passes", "2", "--fork-after-pass", "2"],
+     "--fork-after-pass 2: there are only 2 passes"),
+    (["--fork-share", "--fork-after-pass", "x"], "bad --fork-after-pass"),
+])
+def test_fork_after_pass_rejected(swapbench, args, message):
+    res = run(swapbench, "-s", "4M", *args)
+    assert res.returncode == 2 and message in res.stderr, res.stderr
 
 
 def test_fork_share_partial_first_pass(swapbench):
