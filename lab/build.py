@@ -5,9 +5,11 @@ contents in order, the final .config and the compiler version. The kernel
 release carries the variant name and the key's first 12 hex digits, so a
 booted guest proves what it runs. A variant whose inputs are unchanged is
 recognised from a small state file without touching the tree.
-All variants of a tree share one worktree, each with its own object
-directory; ccache (shared by all) makes the second and later variants
-cheap since every variant compiles with the same relative paths.
+All variants of a tree share one worktree, and all variants with the
+same config fragments share one object directory in it: switching
+variants rewrites only the files their patches touch, so make recompiles
+only those and what includes them. ccache (shared by all) serves the
+rest, such as a second object directory or a cache rebuilt from cold.
 """
 from __future__ import annotations
 
@@ -63,6 +65,14 @@ class BuildFailed(LabError):
         self.variant = variant
         self.log = log
         super().__init__(f"{variant}: {message}")
+
+
+def object_dir_name(variant: Variant) -> str:
+    """The object directory of a variant inside its tree's worktree: one
+    per list of config fragments, so variants that differ only in their
+    patches build incrementally in it (git rewrites only the files whose
+    content changes, and make rebuilds what depends on them)."""
+    return f"{OBJDIR}-{'+'.join(variant.fragments) or 'none'}"
 
 
 def compiler_version() -> str:
@@ -163,12 +173,10 @@ class Builder:
             commit = tree.apply_series(pristine, patches)
         except LabError as exc:
             raise BuildFailed(variant.name, str(exc)) from None
-        # One worktree per tree, one object directory per variant in it:
-        # switching variants rewrites only the files their patches touch.
         work = self.root / "work" / f"{variant.tree}-{pristine.version}"
         progress.set("checkout")
         tree.checkout(pristine, commit, work)
-        objdir = work / f"{OBJDIR}-{variant.name}"
+        objdir = work / object_dir_name(variant)
         logs = self.root / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"build-{variant.name}.log"

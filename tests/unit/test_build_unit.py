@@ -12,7 +12,7 @@ import pytest
 from lab import build as build_mod
 from lab import debian, tree
 from lab.build import (Build, Builder, input_digest, last_errors,
-                       load_build, read_bzimage_release)
+                       load_build, object_dir_name, read_bzimage_release)
 from lab.cache import atomic_write, locked
 from lab.errors import LabError
 from lab.matrix import load_matrix
@@ -57,6 +57,19 @@ def test_input_digest_follows_patches_and_fragments(tmp_path: Path) -> None:
     (tmp_path / "kernels" / "lab-base.config").write_text("CONFIG_X=y\n")
     assert input_digest(matrix, variant, "6.1.192-3", "gcc 12") not in (
         first, second)
+
+
+def test_variants_share_an_object_dir_per_fragment_list() -> None:
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    names = {v: object_dir_name(matrix.variants[v]) for v in
+             ("upstream", "base", "beyond", "everything-debug",
+              "beyond-debug")}
+    # The quick variants differ only in patches: one directory for all.
+    assert names["upstream"] == names["base"] == names["beyond"] \
+        == ".swaplab-obj-lab-base"
+    # A different config never shares: its objects differ everywhere.
+    assert names["everything-debug"] == names["beyond-debug"] \
+        == ".swaplab-obj-lab-base+debug"
 
 
 def test_load_build_needs_meta_and_image(tmp_path: Path) -> None:
