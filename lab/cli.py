@@ -155,6 +155,7 @@ def _run(args: argparse.Namespace) -> int:
     status = _build(args)
     if status:
         return status
+    _make_workloads()
     # The session names its run: another lab session on the same cache
     # may have started a later one, so "latest" is not necessarily ours.
     id_file = Path(tempfile.mkdtemp(prefix="swaplab-run-")) / "run-id"
@@ -187,6 +188,16 @@ def _run(args: argparse.Namespace) -> int:
                                 all=False, no_pdf=False)
     _report(report)
     return cells
+
+
+def _make_workloads() -> None:
+    """Bring the guest's programs up to date, as the kernels are: a fresh
+    clone then runs, and a changed workload source is never measured with
+    an old binary (make does nothing when nothing changed)."""
+    source = runner.WORKLOADS_BUILD.parent
+    if subprocess.run(["make", "-s", "-C", str(source)]).returncode != 0:
+        raise LabError(f"building the guest's programs failed: "
+                       f"'make -C {source}' (its output is above)")
 
 
 def _stop(session: subprocess.Popen, signum: int) -> None:

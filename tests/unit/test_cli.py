@@ -35,7 +35,11 @@ def run_with(monkeypatch, run_id):
     seen = {}
     monkeypatch.setattr(cli, "_build", lambda args: 0)
 
+    real_popen = subprocess.Popen
+
     def popen(command, **kw):
+        if command[0] == "make":        # workloads/, brought up to date
+            return real_popen(command, **kw)
         seen["session"] = FakeSession(command, run_id)
         return seen["session"]
     monkeypatch.setattr(cli.subprocess, "Popen", popen)
@@ -55,6 +59,28 @@ def test_run_reports_its_own_run_not_the_latest(monkeypatch):
 def test_run_without_a_named_run_is_an_error(monkeypatch):
     with pytest.raises(LabError, match="did not name its run"):
         run_with(monkeypatch, None)
+
+
+def workloads_make(monkeypatch, tmp_path: Path, rule: str) -> Path:
+    source = tmp_path / "workloads"
+    source.mkdir()
+    (source / "Makefile").write_text(f"all:\n\t{rule}\n")
+    monkeypatch.setattr(cli.runner, "WORKLOADS_BUILD", source / "build")
+    return source
+
+
+def test_run_brings_the_workloads_up_to_date(monkeypatch, tmp_path):
+    # A fresh clone has no workloads/build: lab run makes it first.
+    source = workloads_make(monkeypatch, tmp_path, "touch made")
+    status, seen = run_with(monkeypatch, "20261203-102031-debug")
+    assert (source / "made").is_file() and "session" in seen
+
+
+def test_run_stops_before_the_cells_when_workloads_fail(monkeypatch,
+                                                        tmp_path):
+    source = workloads_make(monkeypatch, tmp_path, "false")
+    with pytest.raises(LabError, match=f"make -C {source}"):
+        run_with(monkeypatch, "20261203-102031-debug")
 
 
 @pytest.mark.parametrize("argv", [
