@@ -136,6 +136,21 @@ def test_cells_expand_and_interleave(tmp_path: Path) -> None:
     assert [c.id for c in m.cells("smoke")] == ["base-nvme-seq-r1"]
 
 
+def test_each_repeat_starts_with_the_next_variant(tmp_path: Path) -> None:
+    # The first cell after a backend switch runs slow: no variant may
+    # hold that place in every repeat.
+    m = load_matrix(make_tree(tmp_path))
+    firsts = {}
+    for c in m.cells("full"):
+        firsts.setdefault((c.repeat, c.workload, c.backend), c.variant)
+    by_repeat = [{v for (r, _, b), v in firsts.items() if r == rep
+                  and b == "nvme"} for rep in (1, 2, 3)]
+    assert by_repeat == [{"upstream"}, {"base"}, {"readahead"}]
+    # Still every cell once.
+    ids = [c.id for c in m.cells("full")]
+    assert len(ids) == len(set(ids))
+
+
 @pytest.mark.parametrize("old,new,needle,keypath,expect", [
     ("repeats: 3", "repeats: 3\ncolour: blue", "colour:", "colour",
      "unknown key 'colour'"),
