@@ -38,7 +38,8 @@ def builds(repo_matrix: Matrix) -> dict[str, Build]:
         return {name: builder.build(repo_matrix.variants[name],
                                     Progress(name))
                 for name in ("base", "readahead", "thp-stage1",
-                             "thp-stage2", "everything", "thp-swapin")}
+                             "thp-stage2", "everything", "thp-swapin",
+                             "thp-swapin-whole", "ra-by-device")}
 
 
 def boot(matrix: Matrix, build: Build, backend: str, tmp: Path,
@@ -127,3 +128,81 @@ def test_thp_swapin_brings_whole_thps_back(mode: str,
         # Most of what went out whole came back whole.
         assert vm["thp_swpin"] * 2 > vm["thp_swpout"], dict(vm)
         assert vm["pswpin"] >= 512 * vm["thp_swpin"]
+
+
+
+@pytest.mark.parametrize("keep", ["split", "whole"])
+def test_thp_keep_whole_sends_swapped_in_thps_out_whole(
+        keep: str, builds: dict[str, Build], repo_matrix: Matrix,
+        tmp_path: Path) -> None:
+    """thp-keep-whole: a THP that came back whole (PTE-mapped) goes out
+    whole again instead of being split first; `split` is 6.1's way."""
+    vm = boot(repo_matrix, builds["thp-swapin-whole"], "nvme", tmp_path,
+              {"kernel/mm/swap/thp_swpout_pte_mapped": keep})
+    assert vm["thp_swpin"] > 0, dict(vm)
+    if keep == "split":
+        assert vm["thp_swpout_split_early"] > 0, dict(vm)
+    else:
+        assert vm["thp_swpout_split_early"] == 0, dict(vm)
+
+# backend -> (its class's counter, the algorithm that class uses by default)
+RA_CLASS = {"rotational": ("swap_ra_rotational", "cluster"),
+            "nvme": ("swap_ra_ssd", "vma61")}
+
+
+@pytest.mark.parametrize("backend", list(RA_CLASS))
+def test_ra_by_device_picks_the_class_policy(backend: str,
+                                             builds: dict[str, Build],
+                                             repo_matrix: Matrix,
+                                             tmp_path: Path) -> None:
+    """ra-by-device: the rotational disk reads ahead by cluster and the
+    SSD by 6.1's VMA window, each counted under its own class."""
+    vm = boot(repo_matrix, builds["ra-by-device"], backend, tmp_path)
+    counter, algorithm = RA_CLASS[backend]
+    assert vm[counter] > 0, dict(vm)
+    others = {c for c, _ in RA_CLASS.values()} - {counter}
+    assert all(vm[c] == 0 for c in others | {"swap_ra_sync"}), dict(vm)
+    assert vm[f"swap_ra_{algorithm}_pages"] > 0, dict(vm)
+    unused = {"cluster", "vma61", "vma_rfc"} - {algorithm}
+    # shmem (the workload's result area) always reads by cluster, as in 6.1
+    unused.discard("cluster")
+    assert all(vm[f"swap_ra_{a}"] == 0 for a in unused), dict(vm)
+
+
+def test_ra_by_device_knobs_and_sync_class(builds: dict[str, Build],
+                                           repo_matrix: Matrix,
+                                           tmp_path: Path) -> None:
+    """pmem with the bypass off: its class (sync) decides, by default no
+    readahead; a class knob set to cluster with a window of 16 pages is
+    obeyed on the next swap-ins."""
+    bypass_off = {"kernel/mm/swap/sync_io_bypass": "0"}
+    vm = boot(repo_matrix, builds["ra-by-device"], "dax-pmem", tmp_path,
+              bypass_off)
+    assert vm["swap_ra_sync"] > 0 and vm["swap_ra_none"] > 0, dict(vm)
+    assert vm["swap_ra_vma61"] == vm["swap_ra_vma_rfc"] == 0, dict(vm)
+    vm = boot(repo_matrix, builds["ra-by-device"], "dax-pmem",
+              tmp_path / "knob",
+              {**bypass_off,
+               "kernel/mm/swap/ra_by_device/sync_algorithm": "cluster",
+               "kernel/mm/swap/ra_by_device/sync_max_order": "4"})
+    assert vm["swap_ra_none"] == 0 and vm["swap_ra_cluster_pages"] > 0
+    assert vm["swap_ra_cluster_pages"] > vm["swap_ra_cluster"], dict(vm)
+
+
+def test_ra_by_device_knobs_reject_bad_values(builds: dict[str, Build],
+                                              repo_matrix: Matrix,
+                                              tmp_path: Path) -> None:
+    """Not an algorithm, the by-device mode itself, a window beyond 2^9:
+    each write fails with EINVAL, which the agent reports."""
+    bad = {"kernel/mm/swap/ra_by_device/rotational_algorithm": "foo",
+           "kernel/mm/swap/ra_by_device/ssd_algorithm": "by-device",
+           "kernel/mm/swap/ra_by_device/sync_max_order": "10"}
+    spec = runner.CellSpec(
+        cell_id="proof-ra-knobs", build=builds["ra-by-device"],
+        backend=repo_matrix.backends["nvme"], guest=GUEST,
+        argv=["swapbench", "--size", "4M", "--passes", "1", "-q"],
+        out_dir=tmp_path, timeout_s=300, sysfs=bad)
+    res = runner.run_cell(spec, cache_root())
+    assert res.reason == "agent-error", res.detail
+    for path, value in bad.items():
+        assert f"/sys/{path} <- {value}: Invalid argument" in res.detail
