@@ -42,8 +42,11 @@ VMSTAT: dict[str, str] = {
     "pswpin": NEUTRAL, "pswpout": NEUTRAL, "swap_ra": NEUTRAL,
     "swap_ra_hit": NEUTRAL, "pgmajfault": LOWER, "thp_swpout": NEUTRAL,
     "thp_swpout_fallback": LOWER, "thp_split_page": LOWER,
+    "swap_sync_bypass": NEUTRAL, "thp_swpin": NEUTRAL,
+    "thp_swpin_fallback": LOWER,
 }
-VMSTAT_PREFIXES = ("swap_ra_", "thp_swpout_")
+# (thp_swpin_fallback_* are the reasons of the thp-swapin series)
+VMSTAT_PREFIXES = ("swap_ra_", "thp_swpout_", "thp_swpin_fallback_")
 MEMINFO_AFTER = ("SwapCached", "AnonHugePages")
 
 

@@ -74,6 +74,17 @@ def test_prefixed_counters_are_kept():
     assert m["vmstat.thp_swpout_new"].value == 3
 
 
+def test_thp_swapin_counters_from_a_real_faults_cell():
+    # thp-swapin met fork-shared entries here: it fell back, and why
+    doc = json.loads((DATA / "results" / "faults-real" /
+                      "thp-swapin-nvme-faulty-faults-thp-r1.json").read_text())
+    m = cell_metrics(doc["result"])
+    assert m["vmstat.thp_swpin_fallback"].value == 14117
+    assert m["vmstat.thp_swpin_fallback"].info.better == LOWER
+    assert m["vmstat.thp_swpin_fallback_entries"].value == 14092
+    assert m["vmstat.thp_swpin_fallback_alloc"].value == 25
+
+
 def test_diskstats_and_meminfo():
     res = result("thp-stage2-nvme-thp-swpout-r1")
     d = res["delta"]["diskstats"]
