@@ -381,10 +381,9 @@ static void run_main(struct task_ctx *c)
 		if (pass > 0 && should_stop(c, pass))
 			break;
 		if (!run_pass(c, pass)) {
+			/* cut short: task_thread() meets right after us */
 			if (pass == 0)
 				first_pass_done(c);
-			/* cut short: meet now, the fork sees where it stopped */
-			fork_meet(c);
 			break;
 		}
 		c->t->passes++;
@@ -468,7 +467,8 @@ static void *task_thread(void *arg)
 		if (cfg->runtime_ns)
 			c->deadline = t->t_start + cfg->runtime_ns;
 		run_main(c);
-		fork_meet(c);	/* a no-op if run_main() met already */
+		/* a no-op if run_main() met after pass fork_pass */
+		fork_meet(c);
 		t->t_end = now_ns();
 		t->cpu_ns = thread_cpu_ns() - c->cpu0;
 		getrusage(RUSAGE_THREAD, &r1);
