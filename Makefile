@@ -62,12 +62,14 @@ bench: deps workloads
 	$(PYTHON) tests/bench/bench_build.py
 	$(PYTHON) tests/bench/bench_swapbench.py
 	$(PYTHON) tests/bench/bench_boot.py
+	$(PYTHON) tests/bench/bench_devices.py
 
 # The cold figure builds every quick variant from an empty cache: slow.
 bench-cold: deps workloads
 	$(PYTHON) tests/bench/bench_build.py --cold
 	$(PYTHON) tests/bench/bench_swapbench.py
 	$(PYTHON) tests/bench/bench_boot.py
+	$(PYTHON) tests/bench/bench_devices.py
 
 clean:
 	$(MAKE) -C workloads clean
