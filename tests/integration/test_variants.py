@@ -75,9 +75,18 @@ def test_variant_paths_on_nvme(variant: str, builds: dict[str, Build],
                                repo_matrix: Matrix, tmp_path: Path) -> None:
     vm = boot(repo_matrix, builds[variant], "nvme", tmp_path)
     thp_path, ra = EXPECT[variant]
+    assert vm[thp_path] > 0, dict(vm)
+    if thp_path != "thp_swpout":
+        assert vm["thp_swpout"] == 0, dict(vm)
+    # Every stage splits, before giving it swap space, a THP that has lost
+    # its PMD mapping (6.1's rule for a folio without an entire mapcount),
+    # and a THP can lose it on the way: khugepaged collapses and a page
+    # unmapped from a THP left one PTE-mapped THP split early among 216
+    # written whole on `everything` (thp_deferred_split_page 1). The stage
+    # under test is the path nearly every THP takes.
     for path in THP_PATHS:
-        moved = vm[path] > 0
-        assert moved == (path == thp_path), f"{path}={vm[path]}: {dict(vm)}"
+        if path != thp_path:
+            assert vm[path] * 20 <= vm[thp_path], f"{path}: {dict(vm)}"
     assert vm[f"swap_ra_{ra}_pages"] > 0
     # vma-rfc kernels still count a few cluster reads: shmem always uses
     # cluster readahead, as in 6.1.
