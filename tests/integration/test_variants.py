@@ -39,7 +39,7 @@ def builds(repo_matrix: Matrix) -> dict[str, Build]:
                                     Progress(name))
                 for name in ("base", "readahead", "thp-stage1",
                              "thp-stage2", "everything", "thp-swapin",
-                             "thp-swapin-whole", "ra-by-device")}
+                             "thp-swapin-whole", "ra-by-device", "beyond")}
 
 
 def boot(matrix: Matrix, build: Build, backend: str, tmp: Path,
@@ -215,3 +215,28 @@ def test_ra_by_device_knobs_reject_bad_values(builds: dict[str, Build],
     assert res.reason == "agent-error", res.detail
     for path, value in bad.items():
         assert f"/sys/{path} <- {value}: Invalid argument" in res.detail
+
+
+def test_beyond_knobs_read_back_their_choices(builds: dict[str, Build],
+                                             repo_matrix: Matrix,
+                                             tmp_path: Path) -> None:
+    """Every swap knob with named choices lists them all, the one in
+    effect in brackets, after the agent set it (its readback)."""
+    knobs = {"kernel/mm/swap/readahead_mode":
+             "cluster vma-rfc vma-6.1 none [by-device]",
+             "kernel/mm/swap/ra_by_device/ssd_algorithm":
+             "cluster vma-rfc vma-6.1 [none]",
+             "kernel/mm/swap/thp_swapin": "never madvise [always]",
+             "kernel/mm/swap/thp_swpout_pte_mapped": "[split] whole"}
+    spec = runner.CellSpec(
+        cell_id="proof-beyond-knobs", build=builds["beyond"],
+        backend=repo_matrix.backends["nvme"], guest=GUEST,
+        argv=["swapbench", "--size", "4M", "--passes", "1", "-q"],
+        out_dir=tmp_path, timeout_s=300,
+        sysfs={path: shown[shown.index("[") + 1:shown.index("]")]
+               for path, shown in knobs.items()})
+    res = runner.run_cell(spec, cache_root())
+    assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
+    readback = {s["name"]: s["readback"] for s in res.result["settings"]}
+    for path, shown in knobs.items():
+        assert readback[path] == shown, readback
