@@ -26,10 +26,11 @@ GROUP_FIELDS: dict[str, tuple[str, str, bool]] = {
     "minflt": ("faults", NEUTRAL, False),
     "mismatches": ("pages", LOWER, False),
 }
-# swapbench's schemas read here: /2 only added keys (workloads/README.md),
-# but its data check writes 8 stamp words per page where /1 wrote 2, so
-# CPU-bound figures of the two are not compared (runs differ in inputs)
-SWAPBENCH = ("swapbench/1", "swapbench/2")
+# swapbench's schemas read here: /2 and /3 only added keys
+# (workloads/README.md), but /2's data check writes 8 stamp words per page
+# where /1 wrote 2, so CPU-bound figures of the two are not compared (runs
+# differ in inputs)
+SWAPBENCH = ("swapbench/1", "swapbench/2", "swapbench/3")
 LATENCY_FIELDS = ("avg_us", "min_us", "max_us", "p50_us", "p60_us",
                   "p70_us", "p80_us", "p90_us", "p95_us", "p99_us",
                   "p999_us")

@@ -52,7 +52,7 @@ from lab.matrix import Backend, Cell, Guest, Matrix, Variant
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS_BUILD = REPO / "workloads" / "build"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
-SCHEMAS = {"swapbench": "swapbench/2", "swaplab-memtest": "swaplab-memtest/1"}
+SCHEMAS = {"swapbench": "swapbench/3", "swaplab-memtest": "swaplab-memtest/1"}
 # Programs that run the workload named after their "--" in the same
 # process (exec): the output is the workload's.
 WRAPPERS = ("swapcycle", "swaplab-dilate")

@@ -50,8 +50,10 @@ void usage(FILE *f)
 "      --no-verify            do not check page stamps\n"
 "      --no-final-verify      skip the read-back sweep after the run\n"
 "      --no-latency           do not time page touches\n"
-"      --survive-sigbus       a process killed by SIGBUS (a swap read error)\n"
-"                             is io-killed, not a crash; the others go on\n"
+"      --survive-sigbus       a page the kernel cannot read back from swap\n"
+"                             (SIGBUS at it) is counted lost, discarded and\n"
+"                             written anew; any other SIGBUS io-kills its\n"
+"                             process (not a crash) and the others go on\n"
 "      --fork-share           after pass 0 each process forks a child that\n"
 "                             verifies the areas it shares copy-on-write\n"
 "      --fork-after-pass N    ... after pass N instead, once pages have\n"
@@ -64,6 +66,8 @@ void usage(FILE *f)
 "      --test-kill-page N     test: task 0 SIGKILLs itself at page N\n"
 "      --test-sigbus-page N   test: task 0 raises SIGBUS at page N of pass 1\n"
 "                             (pass 0 if there is one pass)\n"
+"      --test-lost-page N     test: task 0 gets the SIGBUS of a failed swap-in\n"
+"                             at page N of that pass, before touching it\n"
 "  -q, --quiet                no summary on stderr\n"
 "  -h, --help                 this text\n"
 "\n"
@@ -97,6 +101,7 @@ enum {
 	OPT_KILL,
 	OPT_SIGBUS,
 	OPT_SURVIVE_SIGBUS,
+	OPT_LOST,
 	OPT_FORK_SHARE,
 	OPT_FORK_PASS,
 };
@@ -135,6 +140,7 @@ static const struct option long_opts[] = {
 	{ "test-kill-page", required_argument, NULL, OPT_KILL },
 	{ "test-sigbus-page", required_argument, NULL, OPT_SIGBUS },
 	{ "survive-sigbus", no_argument, NULL, OPT_SURVIVE_SIGBUS },
+	{ "test-lost-page", required_argument, NULL, OPT_LOST },
 	{ "fork-share", no_argument, NULL, OPT_FORK_SHARE },
 	{ "fork-after-pass", required_argument, NULL, OPT_FORK_PASS },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -396,6 +402,11 @@ static int parse_one(struct sb_config *cfg, int c, const char *arg,
 	case OPT_SURVIVE_SIGBUS:
 		cfg->survive_sigbus = true;
 		return 0;
+	case OPT_LOST:
+		if (parse_u64(arg, 0, 1ULL << 48, &u))
+			return bad("bad --test-lost-page '%s'", arg);
+		cfg->lost_page = (int64_t)u;
+		return 0;
 	case OPT_FORK_SHARE:
 		cfg->fork_share = true;
 		return 0;
@@ -437,6 +448,7 @@ static void defaults(struct sb_config *cfg)
 	cfg->corrupt_page = -1;
 	cfg->kill_page = -1;
 	cfg->sigbus_page = -1;
+	cfg->lost_page = -1;
 	cfg->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
@@ -516,6 +528,8 @@ static int finalize(struct sb_config *cfg, const struct seen *seen,
 	if (cfg->passes && cfg->fork_pass >= cfg->passes)
 		return bad("--fork-after-pass %" PRIu64 ": there are only %"
 			   PRIu64 " passes", cfg->fork_pass, cfg->passes);
+	if (cfg->lost_page >= 0 && !cfg->survive_sigbus)
+		return bad("%s", "--test-lost-page needs --survive-sigbus");
 	/* the first pass that reads back what was written, as a swap-in */
 	cfg->sigbus_pass = cfg->passes == 1 ? 0 : 1;
 

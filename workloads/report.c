@@ -43,6 +43,7 @@ struct agg {
 	uint64_t verified;
 	uint64_t fork_mismatches;
 	uint64_t fork_verified;
+	uint64_t lost;		/* unreadable from swap, the verifiers' too */
 	uint64_t io_killed;	/* processes and verifiers */
 	uint64_t final_pages;
 	uint64_t final_ns;	/* longest final sweep */
@@ -91,6 +92,7 @@ static void agg_task(struct agg *a, const struct sb_task *t)
 	a->verified += t->verified_pages;
 	a->fork_mismatches += t->fork_mismatches;
 	a->fork_verified += t->fork_verified_pages;
+	a->lost += t->lost_pages + t->fork_lost_pages;
 	a->final_pages += t->final_pages;
 	if (t->final_ns > a->final_ns)
 		a->final_ns = t->final_ns;
@@ -173,6 +175,7 @@ static void emit_agg(struct jw *w, const struct sb_config *cfg,
 	jw_u64(w, "majflt", majflt);
 	jw_u64(w, "mismatches", a->mismatches);
 	jw_u64(w, "verified_pages", a->verified);
+	jw_u64(w, "lost_pages", a->lost);
 	jw_u64(w, "procs_io_killed", a->io_killed);
 	jw_u64(w, "fork_mismatches", a->fork_mismatches);
 	jw_u64(w, "fork_verified_pages", a->fork_verified);
@@ -227,6 +230,7 @@ static void emit_config(struct jw *w, const struct sb_config *cfg)
 	jw_i64(w, "corrupt_page", cfg->corrupt_page);
 	jw_i64(w, "kill_page", cfg->kill_page);
 	jw_i64(w, "sigbus_page", cfg->sigbus_page);
+	jw_i64(w, "lost_page", cfg->lost_page);
 	jw_obj_end(w);
 }
 
@@ -279,6 +283,8 @@ static void emit_task(struct jw *w, const struct sb_config *cfg,
 	jw_u64(w, "verified_pages", t->verified_pages);
 	jw_u64(w, "fork_mismatches", t->fork_mismatches);
 	jw_u64(w, "fork_verified_pages", t->fork_verified_pages);
+	jw_u64(w, "lost_pages", t->lost_pages);
+	jw_u64(w, "fork_lost_pages", t->fork_lost_pages);
 	jw_dbl(w, "fork_verify_s", (double)t->fork_ns / 1e9, 6);
 	jw_u64(w, "final_verify_pages", t->final_pages);
 	jw_dbl(w, "final_verify_s", (double)t->final_ns / 1e9, 6);
@@ -525,6 +531,9 @@ static void human_agg(const struct sb_config *cfg, const char *name,
 		fprintf(stderr, "  fork-share children: verified %" PRIu64
 			" pages, %" PRIu64 " mismatches\n", a->fork_verified,
 			a->fork_mismatches);
+	if (a->lost)
+		fprintf(stderr, "  pages lost to swap read errors (SIGBUS), "
+			"written anew: %" PRIu64 "\n", a->lost);
 	if (a->io_killed)
 		fprintf(stderr, "  processes io-killed (SIGBUS): %" PRIu64 "\n",
 			a->io_killed);

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -225,6 +226,92 @@ static inline void page_checked(struct task_ctx *c, uint64_t page,
 			      fork);
 }
 
+/*
+ * --survive-sigbus: a swap-in the kernel could not read (the device
+ * failed the read) ends in a SIGBUS at the page, on every touch, for as
+ * long as its swap entry lives.  The handler discards the page
+ * (MADV_DONTNEED frees the entry) and returns: the touch is retried on a
+ * new zero page, and the task counts the page lost and writes it anew.
+ * A SIGBUS anywhere else, or at the same page again before the task saw
+ * the first, takes the default action: the process is io-killed.
+ */
+static __thread uintptr_t guard_lo, guard_hi;	/* the area being touched */
+static __thread volatile sig_atomic_t io_lost;
+static __thread uintptr_t lost_at;
+static uintptr_t page_mask;
+
+static void sigbus_lose_page(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr & page_mask;
+
+	(void)uc;
+	if (si->si_code > 0 && a >= guard_lo && a < guard_hi &&
+	    !(io_lost && a == lost_at) &&
+	    !madvise((void *)a, ~page_mask + 1, MADV_DONTNEED)) {
+		lost_at = a;
+		io_lost = 1;
+		return;
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int survive_sigbus_install(const struct sb_config *cfg)
+{
+	struct sigaction sa = {
+		.sa_sigaction = sigbus_lose_page,
+		.sa_flags = SA_SIGINFO,
+	};
+
+	page_mask = ~(uintptr_t)(cfg->page_size - 1);
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGBUS, &sa, NULL);
+}
+
+static void guard_area(const struct task_ctx *c)
+{
+	guard_lo = (uintptr_t)c->base;
+	guard_hi = guard_lo + c->npages * c->cfg->page_size;
+}
+
+/* did the touch of the last page meet a page lost to a read error? */
+static inline bool page_was_lost(struct task_ctx *c, bool fork)
+{
+	if (__builtin_expect(!io_lost, 1))
+		return false;
+	io_lost = 0;
+	if (fork)
+		c->t->fork_lost_pages++;
+	else
+		c->t->lost_pages++;
+	return true;
+}
+
+/*
+ * Write a lost page's stamps again: a SIGBUS halfway through the touch
+ * (the page went out again and failed to come back) lost what the touch
+ * had written before it.
+ */
+static void page_rewrite(const struct stamp_key *k, uint64_t *p,
+			 uint64_t head, uint64_t base)
+{
+	*(volatile uint64_t *)p = head;
+	stamp_write(k, p, base);
+}
+
+/* the SIGBUS of a failed swap-in of page @p, as the kernel sends it */
+static void send_lost_sigbus(void *p)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGBUS;
+	si.si_code = BUS_ADRERR;
+	si.si_addr = p;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid),
+		SIGBUS, &si);
+}
+
 /* what the kernel does to a process whose swap-in read fails */
 static void raise_sigbus(void)
 {
@@ -271,6 +358,8 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 		     ((pass == 0 && (cfg->corrupt_page >= 0 ||
 				     cfg->kill_page >= 0)) ||
 		      (pass == cfg->sigbus_pass && cfg->sigbus_page >= 0));
+	bool lost_hook = c->idx == 0 && pass == cfg->sigbus_pass &&
+			 cfg->lost_page >= 0;
 	uint64_t psz = cfg->page_size, page, n = 0;
 	uint64_t t0 = 0, t1 = 0;
 	struct order o;
@@ -280,11 +369,16 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 	c->last_pass = pass;
 	c->last_pos = 0;
 	c->started = true;
+	guard_area(c);
 	while (order_next(&o, &page)) {
 		uint64_t *p = (uint64_t *)(c->base + page * psz);
 		uint64_t nh = stamp_head(k, page, pass);
 		uint64_t nb = stamp_base(k, page, pass);
 		uint64_t old = 0;
+
+		if (__builtin_expect(lost_hook, 0) &&
+		    (int64_t)page == cfg->lost_page)
+			send_lost_sigbus(p);
 
 		/* the first touch of the page: the access that may fault */
 		if (record)
@@ -302,11 +396,17 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 			unsigned int bad = 0, nbad;
 
 			nbad = stamp_swap(k, p, ob, nb, &bad, &found);
-			page_checked(c, page, pass - 1, old,
-				     stamp_head(k, page, pass - 1), nbad, bad,
-				     found, ob, false, false);
+			if (page_was_lost(c, false))
+				page_rewrite(k, p, nh, nb);
+			else
+				page_checked(c, page, pass - 1, old,
+					     stamp_head(k, page, pass - 1),
+					     nbad, bad, found, ob, false,
+					     false);
 		} else {
 			stamp_write(k, p, nb);
+			if (page_was_lost(c, false))
+				page_rewrite(k, p, nh, nb);
 		}
 		if (__builtin_expect(hooks, 0))
 			test_hooks(c, page, pass, p);
@@ -411,6 +511,7 @@ static void sweep(struct task_ctx *c, bool fork)
 
 	if (!c->started)
 		return;
+	guard_area(c);
 	order_init(&o, c->g->pattern, c->npages, cfg->step, cfg->seed,
 		   c->idx, p);
 	while (order_next(&o, &page)) {
@@ -428,8 +529,9 @@ static void sweep(struct task_ctx *c, bool fork)
 			eb = stamp_base(k, page, q);
 		}
 		nbad = stamp_check(k, pg, eb, zero, &bad, &found);
-		page_checked(c, page, q, h, eh, nbad, bad, found, eb, zero,
-			     fork);
+		if (!page_was_lost(c, fork))
+			page_checked(c, page, q, h, eh, nbad, bad, found, eb,
+				     zero, fork);
 		i++;
 	}
 	if (fork) {
@@ -612,6 +714,9 @@ int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 		arrive_all(cfg, sh, g, pidx);
 		return EXIT_ERROR;	/* the parent sees a bad exit */
 	}
+	if (cfg->survive_sigbus && survive_sigbus_install(cfg))
+		fprintf(stderr, "swapbench: process %d: SIGBUS handler: %s\n",
+			getpid(), strerror(errno));
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 1 << 20);
 	for (j = 0; j < g->threads; j++) {

@@ -13,7 +13,7 @@
 #include "pattern.h"
 #include "verify.h"
 
-#define SB_SCHEMA	"swapbench/2"
+#define SB_SCHEMA	"swapbench/3"
 #define SB_MAX_GROUPS	2
 #define SB_MAX_PROCS	1024
 #define SB_MAX_THREADS	256
@@ -81,7 +81,7 @@ struct sb_config {
 	bool final_verify;
 	bool latency;
 	bool quiet;
-	bool survive_sigbus;	/* a SIGBUS-killed process is io-killed */
+	bool survive_sigbus;	/* lose an unreadable page, not the process */
 	bool fork_share;	/* fork a verifier after pass fork_pass */
 	uint64_t fork_pass;	/* --fork-after-pass [0] */
 	double fill_frac;	/* fill mode: share of MemTotal+SwapTotal */
@@ -89,7 +89,8 @@ struct sb_config {
 	uint64_t corrupt_offset;	/* ... the byte it flips */
 	int64_t kill_page;	/* test hook, -1: off */
 	int64_t sigbus_page;	/* test hook, -1: off */
-	uint64_t sigbus_pass;	/* the pass of the SIGBUS test hook */
+	int64_t lost_page;	/* test hook, -1: off */
+	uint64_t sigbus_pass;	/* the pass of the SIGBUS test hooks */
 	uint64_t page_size;
 	uint64_t mem_total;
 	uint64_t swap_total;
@@ -122,6 +123,7 @@ struct sb_task {
 	uint64_t final_pages;		/* pages checked by the final sweep */
 	uint64_t final_ns;
 	uint64_t mismatches;
+	uint64_t lost_pages;		/* unreadable from swap: rewritten */
 	unsigned int nmis;
 	struct mismatch mis[SB_TASK_MIS];
 	int64_t anon_huge_kb_first;	/* after the first pass */
@@ -131,6 +133,7 @@ struct sb_task {
 	/* --fork-share: written by the process's forked verifier only */
 	uint64_t fork_verified_pages;
 	uint64_t fork_mismatches;
+	uint64_t fork_lost_pages;
 	uint64_t fork_ns;
 	unsigned int fork_nmis;
 	struct mismatch fork_mis[SB_TASK_MIS];

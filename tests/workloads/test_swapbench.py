@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 BINARY = WORKLOADS / "build" / "swapbench"
 SWAPCYCLE = WORKLOADS / "build" / "swapcycle"
-SCHEMA = "swapbench/2"
+SCHEMA = "swapbench/3"
 HOOK_ENV = ("SWAPBENCH_CORRUPT_PAGE", "SWAPBENCH_KILL_PAGE",
             "SWAPBENCH_SIGBUS_PAGE")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -33,12 +33,12 @@ CONFIG_KEYS = {"seed", "passes", "runtime_s", "warmup_passes", "step_pages",
                "verify", "final_verify", "latency", "thp", "work", "work_us",
                "work_loop_iterations", "work_calibration", "survive_sigbus",
                "fork_share", "fork_after_pass", "corrupt_page", "kill_page",
-               "sigbus_page"}
+               "sigbus_page", "lost_page"}
 SYSTEM_KEYS = {"page_size", "mem_total_bytes", "swap_total_bytes", "cpus",
                "kernel"}
 AGG_KEYS = {"status", "tasks", "passes_min", "passes_max", "pages", "bytes",
             "wall_s", "pages_per_s", "bytes_per_s", "minflt", "majflt",
-            "mismatches", "verified_pages", "procs_io_killed",
+            "mismatches", "verified_pages", "lost_pages", "procs_io_killed",
             "fork_mismatches", "fork_verified_pages", "final_verify_pages",
             "final_verify_s", "anon_huge_kb_first_pass", "anon_huge_kb_end",
             "rss_kb_end", "swap_kb_end", "latency"}
@@ -49,7 +49,7 @@ TASK_KEYS = {"index", "group", "proc", "thread", "pid", "status", "error",
              "first_pass_s", "cpu_s", "first_pass_cpu_s",
              "pages_per_s", "bytes_per_s", "minflt", "majflt", "mismatches",
              "verified_pages", "fork_mismatches", "fork_verified_pages",
-             "fork_verify_s", "final_verify_pages", "final_verify_s",
+             "lost_pages", "fork_lost_pages", "fork_verify_s", "final_verify_pages", "final_verify_s",
              "anon_huge_kb_first_pass", "anon_huge_kb_end", "rss_kb_end",
              "swap_kb_end", "latency"}
 PROC_KEYS = {"group", "index", "pid", "status", "exit_code", "signal",
@@ -638,6 +638,51 @@ def test_busy_wait_and_calibrated_loop(swapbench, tmp_path):
     assert doc["tasks"][0]["elapsed_s"] >= 512 * 20e-6
 
 
+@pytest.mark.parametrize("args", [
+    [],
+    ["-p", "2", "-t", "2"],
+    ["--fork-share", "--passes", "3"],
+    ["--passes", "1"],                      # hook in pass 0, no check
+    ["--no-verify"],
+])
+def test_lost_page_survived_in_place(swapbench, args):
+    # The SIGBUS of a failed swap-in at page 10 (as the kernel sends it):
+    # the page is lost, written anew, and the run goes on with no
+    # mismatch, the process alive.
+    doc = run_json(swapbench, "-s", "4M", "--survive-sigbus",
+                   "--test-lost-page", "10", *args)
+    check_schema(doc)
+    assert doc["status"] == "ok" and doc["procs_io_killed"] == 0
+    assert doc["config"]["lost_page"] == 10
+    t0, *others = doc["tasks"]
+    assert t0["lost_pages"] == 1 and t0["mismatches"] == 0
+    assert all(t["lost_pages"] == 0 for t in others)
+    assert doc["total"]["lost_pages"] == 1
+    assert all(p["status"] == "ok" for p in doc["processes"])
+    if "--no-verify" not in args:
+        # every page is checked by each pass that reads (not pass 0) and
+        # at the end, but the lost one by the pass that lost it
+        checks = {"--fork-share": 3 * 1024 - 1, "--passes": 1024}
+        expect = next((n for a, n in checks.items() if a in args),
+                      2 * 1024 - 1)
+        assert t0["verified_pages"] == expect
+        assert t0["final_verify_pages"] == 1024
+    if "--fork-share" in args:
+        assert t0["fork_lost_pages"] == 0 and t0["fork_mismatches"] == 0
+        assert t0["fork_verified_pages"] == 1024
+
+
+def test_lost_page_next_to_a_real_crash(swapbench):
+    # a SIGBUS not at a page of the task's area still io-kills
+    res = run(swapbench, "-s", "4M", "-p", "2", "--survive-sigbus",
+              "--test-lost-page", "5", "--test-sigbus-page", "10")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["procs_io_killed"] == 1
+    assert doc["processes"][0]["status"] == "io-killed"
+    assert doc["tasks"][0]["lost_pages"] == 1
+
+
 # ---------------------------------------------------------------- options
 
 @pytest.mark.parametrize("args", [
@@ -649,6 +694,7 @@ def test_busy_wait_and_calibrated_loop(swapbench, tmp_path):
                              "/nonexistent/cal"],
     ["-s", "4M", "--corrupt-page", "5000"], ["extra-arg"],
     ["--step", "0"], ["-t", "100000"], ["--test-sigbus-page", "x"],
+    ["--test-lost-page", "x"], ["-s", "4M", "--test-lost-page", "10"],
     ["--fork-share", "--no-verify"], ["--survive-sigbus=1"],
     ["-s", "4M", "--corrupt-page", "5:%d" % PAGE],
     ["-s", "4M", "--corrupt-page", "5:"],
