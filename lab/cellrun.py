@@ -93,6 +93,9 @@ def provenance(matrix: Matrix, cell: Cell, build: Build,
                      "seed": (wl_json.get("config") or {}).get("seed")},
         "matrix_sha256": store.sha256_file(matrix.file),
         "started": started, "ended": ended,
+        # the machine that booted the guest (not checked: results stored
+        # before it was recorded lack it)
+        "host": store.host_info(),
     }
 
 

@@ -117,6 +117,13 @@ def host_cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or "unknown"
 
 
+def host_info() -> dict[str, str]:
+    """This machine, as a run's manifest and a cell's provenance name it
+    (a cell may run on another machine than its controller, --tx ssh)."""
+    return {"cpu_model": host_cpu_model(), "kernel": platform.release(),
+            "node": platform.node()}
+
+
 @dataclass(frozen=True)
 class CellRecord:
     """One loaded cell file."""
@@ -287,9 +294,7 @@ class Store:
                        "workloads": list(sub.workloads)},
             "cells": [c.id for c in cells],
             "started": started, "ended": None,
-            "host": {"cpu_model": host_cpu_model(),
-                     "kernel": platform.release(),
-                     "node": platform.node()},
+            "host": host_info(),
         }
         atomic_write(root / MANIFEST, json.dumps(manifest, indent=1) + "\n")
         return Run(root, manifest)

@@ -6,6 +6,7 @@ same kernel series with 6.1's VMA readahead selected at run time.
 """
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +67,8 @@ def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
         assert rec.provenance["kernel_release"].endswith(
             f"-{rec.cell.variant}-{rec.provenance['build_key']}")
         assert rec.result["device"]["name"] == "nvme0n1"
+        # the worker names the machine that booted the guest
+        assert rec.provenance["host"]["node"] == platform.node()
     vma = records["base-vma61-nvme-seq-r1"].result
     settings = {s["name"]: s for s in vma["settings"]}
     assert settings["kernel/mm/swap/readahead_mode"]["ok"] is True
