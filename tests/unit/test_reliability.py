@@ -50,6 +50,10 @@ def test_rows_add_up_the_cells(records):
         assert row.faults == sum(c["device_faults"]["read_errors"] +
                                  c["device_faults"]["write_errors"]
                                  for c in cells) > 0
+        # unreadable pages were lost in place: no process died of them
+        assert row.lost_pages == sum(w["total"]["lost_pages"]
+                                     for w in wl) > 0
+        assert row.procs_io_killed == 0
         assert row.mismatches == 0 and row.complaints == 0
         assert row.swapoff_cycles > 0 and row.swap_failures == 0
         assert row.clean
