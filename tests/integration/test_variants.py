@@ -198,6 +198,17 @@ def test_ra_by_device_knobs_and_sync_class(builds: dict[str, Build],
     assert vm["swap_ra_cluster_pages"] > vm["swap_ra_cluster"], dict(vm)
 
 
+def knob_cell(matrix: Matrix, build: Build, tmp: Path,
+              sysfs: dict[str, str]) -> runner.CellResult:
+    """A short boot on NVMe with `sysfs` set by the agent."""
+    spec = runner.CellSpec(
+        cell_id=f"proof-{build.variant}-knobs", build=build,
+        backend=matrix.backends["nvme"], guest=GUEST,
+        argv=["swapbench", "--size", "4M", "--passes", "1", "-q"],
+        out_dir=tmp, timeout_s=300, sysfs=sysfs)
+    return runner.run_cell(spec, cache_root())
+
+
 def test_ra_by_device_knobs_reject_bad_values(builds: dict[str, Build],
                                               repo_matrix: Matrix,
                                               tmp_path: Path) -> None:
@@ -206,12 +217,7 @@ def test_ra_by_device_knobs_reject_bad_values(builds: dict[str, Build],
     bad = {"kernel/mm/swap/ra_by_device/rotational_algorithm": "foo",
            "kernel/mm/swap/ra_by_device/ssd_algorithm": "by-device",
            "kernel/mm/swap/ra_by_device/sync_max_order": "10"}
-    spec = runner.CellSpec(
-        cell_id="proof-ra-knobs", build=builds["ra-by-device"],
-        backend=repo_matrix.backends["nvme"], guest=GUEST,
-        argv=["swapbench", "--size", "4M", "--passes", "1", "-q"],
-        out_dir=tmp_path, timeout_s=300, sysfs=bad)
-    res = runner.run_cell(spec, cache_root())
+    res = knob_cell(repo_matrix, builds["ra-by-device"], tmp_path, bad)
     assert res.reason == "agent-error", res.detail
     for path, value in bad.items():
         assert f"/sys/{path} <- {value}: Invalid argument" in res.detail
@@ -228,14 +234,9 @@ def test_beyond_knobs_read_back_their_choices(builds: dict[str, Build],
              "cluster vma-rfc vma-6.1 [none]",
              "kernel/mm/swap/thp_swapin": "never madvise [always]",
              "kernel/mm/swap/thp_swpout_pte_mapped": "[split] whole"}
-    spec = runner.CellSpec(
-        cell_id="proof-beyond-knobs", build=builds["beyond"],
-        backend=repo_matrix.backends["nvme"], guest=GUEST,
-        argv=["swapbench", "--size", "4M", "--passes", "1", "-q"],
-        out_dir=tmp_path, timeout_s=300,
-        sysfs={path: shown[shown.index("[") + 1:shown.index("]")]
-               for path, shown in knobs.items()})
-    res = runner.run_cell(spec, cache_root())
+    res = knob_cell(repo_matrix, builds["beyond"], tmp_path,
+                    {path: shown[shown.index("[") + 1:shown.index("]")]
+                     for path, shown in knobs.items()})
     assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
     readback = {s["name"]: s["readback"] for s in res.result["settings"]}
     for path, shown in knobs.items():
