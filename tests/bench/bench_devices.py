@@ -10,14 +10,14 @@ request, more on a slower or busier host (docs/devices.md). The guest
 test (tests/integration/test_devices_guest.py) checks what the host
 cannot move; this prints the bands.
 
-    /usr/bin/python3 tests/bench/bench_devices.py [--kernel BZIMAGE]
+    /usr/bin/python3 tests/bench/bench_devices.py
 
 The kernel is the matrix's `base` variant (built if the cache lacks it),
-as in the guest test: a debug kernel's I/O path is slower.
+as in the guest test: a debug kernel's I/O path is slower. The probe
+runs and its checks are the guest test's own.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -25,31 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench_boot import kernel  # noqa: E402
-from lab import devices, dilation, runner  # noqa: E402
-from lab.build import Build, Builder  # noqa: E402
+from lab import devices, dilation  # noqa: E402
+from lab.build import Builder  # noqa: E402
 from lab.cache import cache_root, locked  # noqa: E402
-from lab.matrix import Backend, load_matrix  # noqa: E402
+from lab.matrix import load_matrix  # noqa: E402
 from lab.progress import Progress  # noqa: E402
-# the guest test's guest and device settings, so both measure the same
+# the guest test's guest, devices and probe, so both measure the same
 from tests.integration.test_devices_guest import (  # noqa: E402
-    GUEST, MODEL_US as NVME_MODEL_US, NVME_PARAMS, ROT)
-
-
-def probe(build: Build, expect: str | None, backend: Backend, tests: str,
-          factor: float | None, tmp: Path) -> dict[str, dict]:
-    argv = ["swaplab-probe", "--tests", tests, "--runtime-ms", "600"]
-    if factor:
-        argv += ["--dilation", f"{factor:.4f}"]
-    spec = runner.CellSpec(
-        cell_id=f"bench-probe-{backend.name}", build=build, backend=backend,
-        guest=GUEST, argv=argv, out_dir=tmp / backend.name, timeout_s=240,
-        workloads_dir=None, expect_suffix=expect)
-    res = runner.run_cell(spec, tmp)
-    if not res.ok:
-        raise SystemExit(f"probe on {backend.name} failed: {res.reason}: "
-                         f"{res.detail} (log {res.console_log})")
-    return {t["name"]: t for t in res.result["workload"]["result"]["tests"]}
+    GUEST, MODEL_US as NVME_MODEL_US, NVME_PARAMS, ROT, nvme_model, probe)
 
 
 def band(name: str, value: float, low: float, high: float,
@@ -61,24 +44,17 @@ def band(name: str, value: float, low: float, high: float,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernel")
-    args = ap.parse_args()
-    if args.kernel:
-        build, expect = kernel(args.kernel)
-    else:
-        matrix = load_matrix(ROOT / "matrix.yaml")
-        with locked(cache_root()):
-            build = Builder(matrix, cache_root()).build(
-                matrix.variants["base"], Progress("base"))
-        expect = None
+    matrix = load_matrix(ROOT / "matrix.yaml")
+    with locked(cache_root()):
+        build = Builder(matrix, cache_root()).build(
+            matrix.variants["base"], Progress("base"))
     devices.build_programs()
     met = []
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        t = probe(build, expect, ROT,
+        t = probe(build, tmp, ROT,
                   "randread-4k-qd1,randread-32k-qd1,seqread-2m-qd1", None,
-                  tmp)
+                  tmp / "rot")
         one = t["randread-4k-qd1"]["lat_us"]["mean"]
         eight = t["randread-32k-qd1"]["lat_us"]["mean"]
         print(f"rotational (model {ROT.params}, dilation off):")
@@ -89,10 +65,8 @@ def main() -> int:
                         "x"))
         cal = dilation.calibrate(build, tmp, guest=GUEST, boots=3)
         factor = cal["factor"]
-        nvme = Backend("nvme-model", "nvme",
-                       dict(NVME_PARAMS, dilation=f"{factor:.4f}"))
-        t = probe(build, expect, nvme, "randread-4k-qd1,randread-4k-qd32",
-                  factor, tmp)
+        t = probe(build, tmp, nvme_model(factor),
+                  "randread-4k-qd1,randread-4k-qd32", factor, tmp / "nvme")
         qd1, qd32 = t["randread-4k-qd1"], t["randread-4k-qd32"]
         print(f"nvme (model {NVME_PARAMS}, dilation {factor:.2f} from "
               f"{cal['factors']}):")

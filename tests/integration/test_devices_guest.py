@@ -98,15 +98,20 @@ def test_rotational_bands(kernel, cache, tmp_path):
     assert eight < 1.5 * one
 
 
+def nvme_model(factor: float) -> Backend:
+    """The modelled NVMe drive dilated by `factor`, measured beforehand
+    and given as a fixed setting: `dilation: auto` would measure it again
+    inside the runner."""
+    return Backend("nvme-model", "nvme",
+                   dict(NVME_PARAMS, dilation=f"{factor:.4f}"))
+
+
 @pytest.fixture(scope="module")
 def nvme_probe(kernel, cache, calibration, tmp_path_factory) -> dict:
     factor = calibration["factor"]
-    # The factor measured above, as a fixed setting: `dilation: auto`
-    # would measure it again inside the runner.
-    nvme = Backend("nvme-model", "nvme",
-                   dict(NVME_PARAMS, dilation=f"{factor:.4f}"))
-    t = probe(kernel, cache, nvme, "randread-4k-qd1,randread-4k-qd32",
-              factor, tmp_path_factory.mktemp("nvme"))
+    t = probe(kernel, cache, nvme_model(factor),
+              "randread-4k-qd1,randread-4k-qd32", factor,
+              tmp_path_factory.mktemp("nvme"))
     qd1, qd32 = t["randread-4k-qd1"], t["randread-4k-qd32"]
     print(f"\nnvme (dilation {factor:.2f}): QD1 {qd1['lat_us']['mean']:.0f}"
           f" us guest, {qd1['undilated']['mean_us']:.0f} us undilated "
