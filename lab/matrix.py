@@ -104,6 +104,8 @@ class SubMatrix:
     repeats: int
     only: tuple[Rule, ...]
     exclude: tuple[Rule, ...]
+    # what its tables compare against, when not the matrix's baseline
+    baseline: str | None = None
 
 
 @dataclass(frozen=True, order=True)
@@ -466,8 +468,14 @@ def _submatrix(name: str, node: Node, dims: dict[str, dict],
         child = fields.get(key)
         rules[key] = tuple(as_list(
             child, lambda n: _rule(n, dims), "rules")) if child else ()
+    bnode = fields.get("baseline")
+    baseline = as_name(bnode, "a variant name") if bnode else None
+    if bnode and baseline not in variants:
+        raise bnode.error(f"baseline '{baseline}' is not a variant of "
+                          f"sub-matrix '{name}'; expected one of: "
+                          f"{', '.join(variants)}")
     sub = SubMatrix(name, variants, backends, workloads, repeats,
-                    rules["only"], rules["exclude"])
+                    rules["only"], rules["exclude"], baseline)
     fields.done()
     return sub
 
@@ -513,7 +521,8 @@ def describe(matrix: Matrix) -> str:
              f"{len(matrix.trees)} tree(s), {len(matrix.backends)} backends,"
              f" {len(matrix.workloads)} workloads, baseline "
              f"'{matrix.baseline}'"]
-    for name in matrix.matrices:
-        lines.append(f"  {name}: {len(matrix.cells(name))} cells")
+    for name, sub in matrix.matrices.items():
+        own = f", baseline '{sub.baseline}'" if sub.baseline else ""
+        lines.append(f"  {name}: {len(matrix.cells(name))} cells{own}")
     return "\n".join(lines)
 

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Mapping
 from lab.store import CellRecord
 
 HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
+GIB = 1 << 30
+PAGE = 4096         # the guest's page size (x86-64), for pswpin/pswpout
 
 # Aggregate fields of a swapbench group (or `total`): unit, better, headline
 # (pages_per_s is left out: it is bytes_per_s over the page size).
@@ -44,7 +46,8 @@ VMSTAT: dict[str, str] = {
     "swap_ra_hit": NEUTRAL, "pgmajfault": LOWER, "thp_swpout": NEUTRAL,
     "thp_swpout_fallback": LOWER, "thp_split_page": LOWER,
     "swap_sync_bypass": NEUTRAL, "thp_swpin": NEUTRAL,
-    "thp_swpin_fallback": LOWER,
+    "thp_swpin_fallback": LOWER, "thp_swpin_cached": NEUTRAL,
+    "thp_swpin_ra": NEUTRAL,
 }
 # (thp_swpin_fallback_* are the reasons of the thp-swapin series)
 VMSTAT_PREFIXES = ("swap_ra_", "thp_swpout_", "thp_swpin_fallback_")
@@ -134,6 +137,11 @@ def _swapbench(doc: Mapping[str, Any]) -> dict[str, Metric]:
             if agg.get(field) is not None:
                 out[f"swapbench.{name}.{field}"] = Metric(
                     float(agg[field]), unit, better, head)
+        if agg.get("majflt") is not None and agg.get("bytes"):
+            # Faults per GiB the workload touched: comparable across runs
+            # that touch different amounts (issue 10 asks for a 100x cut).
+            out[f"swapbench.{name}.majflt_per_gib"] = Metric(
+                agg["majflt"] * GIB / agg["bytes"], "faults/GiB", LOWER)
         lat = agg.get("latency") or {}
         if lat.get("samples"):
             out[f"swapbench.{name}.latency.samples"] = Metric(
@@ -156,6 +164,12 @@ def _vmstat(before: Mapping[str, int],
                                  "pages" if n.startswith("pswp") else "events",
                                  VMSTAT.get(n, NEUTRAL))
            for n in names}
+    majflt, pswpin = out.get("vmstat.pgmajfault"), out.get("vmstat.pswpin")
+    if majflt and pswpin and pswpin.value > 0:
+        # The whole guest's major faults per GiB it swapped in: how many
+        # stalls a GiB of swap-in costs, whatever the readahead or THP path
+        out["vmstat.pgmajfault_per_gib_in"] = Metric(
+            majflt.value * GIB / (pswpin.value * PAGE), "faults/GiB", LOWER)
     ra = out.get("vmstat.swap_ra")
     hit = out.get("vmstat.swap_ra_hit")
     if ra and hit and ra.value > 0:

@@ -39,7 +39,8 @@ def builds(repo_matrix: Matrix) -> dict[str, Build]:
                                     Progress(name))
                 for name in ("base", "readahead", "thp-stage1",
                              "thp-stage2", "everything", "thp-swapin",
-                             "thp-swapin-whole", "ra-by-device", "beyond")}
+                             "thp-swapin-whole", "thp-swapin-ra",
+                             "ra-by-device", "beyond")}
 
 
 def boot(matrix: Matrix, build: Build, backend: str, tmp: Path,
@@ -158,6 +159,31 @@ def test_thp_keep_whole_sends_swapped_in_thps_out_whole(
     else:
         assert vm["thp_swpout_split_early"] == 0, dict(vm)
 
+
+
+@pytest.mark.parametrize("ranges", ["2", "0"])
+def test_thp_readahead_maps_read_ahead_thps_whole(
+        ranges: str, builds: dict[str, Build], repo_matrix: Matrix,
+        tmp_path: Path) -> None:
+    """thp-swapin-ra: a sequential re-read reads the next THPs ahead and
+    maps each whole from the swap cache, so most THPs come back without
+    a fault of their own reading them; at 0 nothing is read ahead."""
+    vm = boot(repo_matrix, builds["thp-swapin-ra"], "nvme", tmp_path,
+              {"kernel/mm/swap/thp_swapin_readahead": ranges})
+    assert vm["thp_swpin"] > 0, dict(vm)
+    if ranges == "0":
+        assert vm["thp_swpin_ra"] == 0, dict(vm)
+    else:
+        assert vm["thp_swpin_ra"] > 0, dict(vm)
+        # Read ahead, then mapped whole by a minor fault: more THPs than
+        # the faults that read their own range.
+        assert vm["thp_swpin_cached"] > vm["thp_swpin"], dict(vm)
+        # Each THP mapped from the cache came from somewhere: read ahead,
+        # swapped out whole and not freed yet, or left by a raced read.
+        assert vm["thp_swpin_cached"] <= vm["thp_swpin_ra"] + \
+            vm["thp_swpout"] + vm["thp_swpin_fallback_race"], dict(vm)
+
+
 # backend -> (its class's counter, the algorithm that class uses by default)
 RA_CLASS = {"rotational": ("swap_ra_rotational", "cluster"),
             "nvme": ("swap_ra_ssd", "vma61")}
@@ -213,15 +239,17 @@ def knob_cell(matrix: Matrix, build: Build, tmp: Path,
     return runner.run_cell(spec, cache_root())
 
 
-def test_ra_by_device_knobs_reject_bad_values(builds: dict[str, Build],
-                                              repo_matrix: Matrix,
-                                              tmp_path: Path) -> None:
-    """Not an algorithm, the by-device mode itself, a window beyond 2^9:
-    each write fails with EINVAL, which the agent reports."""
+def test_beyond_knobs_reject_bad_values(builds: dict[str, Build],
+                                        repo_matrix: Matrix,
+                                        tmp_path: Path) -> None:
+    """Not an algorithm, the by-device mode itself, a window beyond 2^9,
+    THP readahead beyond 8 ranges: each write fails with EINVAL, which
+    the agent reports."""
     bad = {"kernel/mm/swap/ra_by_device/rotational_algorithm": "foo",
            "kernel/mm/swap/ra_by_device/ssd_algorithm": "by-device",
-           "kernel/mm/swap/ra_by_device/sync_max_order": "10"}
-    res = knob_cell(repo_matrix, builds["ra-by-device"], tmp_path, bad)
+           "kernel/mm/swap/ra_by_device/sync_max_order": "10",
+           "kernel/mm/swap/thp_swapin_readahead": "9"}
+    res = knob_cell(repo_matrix, builds["beyond"], tmp_path, bad)
     assert res.reason == "agent-error", res.detail
     for path, value in bad.items():
         assert f"/sys/{path} <- {value}: Invalid argument" in res.detail
@@ -231,17 +259,19 @@ def test_beyond_knobs_read_back_their_choices(builds: dict[str, Build],
                                              repo_matrix: Matrix,
                                              tmp_path: Path) -> None:
     """Every swap knob with named choices lists them all, the one in
-    effect in brackets, after the agent set it (its readback)."""
+    effect in brackets, after the agent set it (its readback); a number
+    reads back as written."""
     knobs = {"kernel/mm/swap/readahead_mode":
              "cluster vma-rfc vma-6.1 none [by-device]",
              "kernel/mm/swap/ra_by_device/ssd_algorithm":
              "cluster vma-rfc vma-6.1 [none]",
              "kernel/mm/swap/thp_swapin": "never madvise [always]",
              "kernel/mm/swap/thp_swpout_pte_mapped": "[split] whole"}
+    numbers = {"kernel/mm/swap/thp_swapin_readahead": "3"}
     res = knob_cell(repo_matrix, builds["beyond"], tmp_path,
-                    {path: shown[shown.index("[") + 1:shown.index("]")]
-                     for path, shown in knobs.items()})
+                    {**{path: shown[shown.index("[") + 1:shown.index("]")]
+                        for path, shown in knobs.items()}, **numbers})
     assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
     readback = {s["name"]: s["readback"] for s in res.result["settings"]}
-    for path, shown in knobs.items():
+    for path, shown in {**knobs, **numbers}.items():
         assert readback[path] == shown, readback

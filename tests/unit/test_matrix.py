@@ -7,7 +7,7 @@ import pytest
 
 from lab.errors import MatrixError
 from lab.expect import Condition
-from lab.matrix import Cell, load_matrix
+from lab.matrix import Cell, describe, load_matrix
 
 GOOD = """\
 version: 1
@@ -164,6 +164,10 @@ def test_each_repeat_starts_with_the_next_variant(tmp_path: Path) -> None:
      "fragment 'debug' is not declared"),
     ("baseline: base", "baseline: nobody", "baseline: nobody", "baseline",
      "baseline 'nobody' is not a variant"),
+    ("    workloads: [seq]\n    repeats: 1",
+     "    workloads: [seq]\n    repeats: 1\n    baseline: upstream",
+     "baseline: upstream", "matrices.quick.baseline",
+     "baseline 'upstream' is not a variant of sub-matrix 'quick'"),
     ("  memory: 512M", "  memory: lots", "memory: lots", "guest.memory",
      "expected a size"),
     ("    tree: linux-source-6.12", "    tree: linux-source-5.10",
@@ -310,3 +314,14 @@ def test_variant_timeout_scale(tmp_path: Path) -> None:
             load_matrix(path)
         assert info.value.keypath == "variants.base.timeout_scale"
         assert info.value.line == line_of(text, "timeout_scale")
+
+
+def test_a_sub_matrix_may_name_its_own_baseline(tmp_path):
+    text = GOOD.replace("    workloads: [seq]\n    repeats: 1",
+                        "    workloads: [seq]\n    repeats: 1\n"
+                        "    baseline: readahead", 1)
+    m = load_matrix(make_tree(tmp_path, text))
+    assert m.sub("quick").baseline == "readahead"
+    assert m.sub("full").baseline is None and m.baseline == "base"
+    n = len(m.cells("quick"))
+    assert f"  quick: {n} cells, baseline 'readahead'" in describe(m)

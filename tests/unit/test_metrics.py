@@ -29,6 +29,10 @@ def test_swapbench_metrics():
         (group["bytes_per_s"], "B/s", HIGHER, True)
     assert m["swapbench.main.wall_s"].better == LOWER
     assert m["swapbench.main.majflt"].value == group["majflt"]
+    # 120444 major faults over 2.25 GiB touched
+    per_gib = m["swapbench.main.majflt_per_gib"]
+    assert per_gib.value == pytest.approx(53530.67, abs=0.01)
+    assert (per_gib.unit, per_gib.better) == ("faults/GiB", LOWER)
     p99 = m["swapbench.main.latency.p99_us"]
     assert (p99.value, p99.unit, p99.better) == \
         (group["latency"]["p99_us"], "us", LOWER)
@@ -62,6 +66,10 @@ def test_vmstat_deltas_and_ratio():
         100 * m["vmstat.swap_ra_hit"].value / m["vmstat.swap_ra"].value)
     assert ratio.better == HIGHER
     assert m["vmstat.pgmajfault"].better == LOWER
+    # 121559 major faults, 510077 pages (1.946 GiB) swapped in
+    per_gib = m["vmstat.pgmajfault_per_gib_in"]
+    assert per_gib.value == pytest.approx(62472.85, abs=0.01)
+    assert per_gib.better == LOWER
 
 
 def test_prefixed_counters_are_kept():

@@ -44,6 +44,7 @@ baseline: base
 matrices:
   quick: {backends: [nvme], repeats: 2}
   full: {}
+  ra: {variants: [base, readahead], baseline: readahead}
 """
 
 
@@ -99,6 +100,11 @@ def test_create_writes_manifest_and_matrix_copy(run, matrix):
     assert m["host"]["cpu_model"]
     run.finish()
     assert json.loads((run.root / "manifest.json").read_text())["ended"]
+
+
+def test_a_sub_matrix_baseline_is_the_run_baseline(tmp_path, matrix):
+    run = Store(tmp_path / "cache").create(matrix, "ra", [])
+    assert run.manifest["matrix"]["baseline"] == "readahead"
 
 
 def test_save_and_load(run, matrix):
