@@ -17,10 +17,8 @@ import matplotlib.pyplot as plt
 
 from lab.cellrun import complaints, workload_doc
 from lab.figures import Figure, Results, colours_of, finish
+from lab.metrics import GIB, PAGE
 from lab.store import CellRecord
-
-PAGE = 4096
-GIB = 1 << 30
 
 
 @dataclass

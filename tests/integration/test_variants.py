@@ -169,7 +169,6 @@ def test_thp_keep_whole_sends_swapped_in_thps_out_whole(
         assert vm["thp_swpout_split_early"] == 0, dict(vm)
 
 
-
 @pytest.mark.parametrize("ranges", ["2", "0"])
 def test_thp_readahead_maps_read_ahead_thps_whole(
         ranges: str, builds: dict[str, Build], repo_matrix: Matrix,
