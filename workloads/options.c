@@ -38,7 +38,9 @@ void usage(FILE *f)
 "      --work-us US           CPU work per page: busy-wait US microseconds\n"
 "      --work-calibration F   ... as a calibrated instruction loop (file F)\n"
 "      --calibrate F          calibrate the loop for --work-us [24], write F\n"
-"      --thp MODE             default, madvise (MADV_HUGEPAGE) or nohuge\n"
+"      --thp MODE             default, madvise (MADV_HUGEPAGE) or nohuge;\n"
+"                             madvise rounds a size from a fraction down\n"
+"                             to whole 2 MiB huge pages\n"
 "      --fill-frac F          fill: all tasks together write F * (MemTotal\n"
 "                             + SwapTotal)\n"
 "      --bg-procs N           combined: background processes [1]\n"
@@ -491,6 +493,14 @@ static int resolve_size(struct sb_config *cfg, struct sb_group *g)
 	if (bytes >= 1ULL << 62)
 		return bad("%s: size too large", g->name);
 	g->size = ((uint64_t)bytes / cfg->page_size) * cfg->page_size;
+	/*
+	 * A MADV_HUGEPAGE area sized from memory is whole huge pages: a
+	 * partial last range can never be a THP, and its 4 KiB faults would
+	 * be most of what THP swap-in leaves.
+	 */
+	if (g->size_kind != SIZE_BYTES && cfg->thp == THP_MADVISE &&
+	    g->size >= SB_HPAGE)
+		g->size &= ~(SB_HPAGE - 1);
 	if (g->size < cfg->page_size)
 		g->size = cfg->page_size;
 	return 0;

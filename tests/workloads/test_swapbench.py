@@ -584,6 +584,16 @@ def test_access_mode(swapbench, args):
         assert doc["groups"][0]["size_per_task_bytes"] == want
 
 
+@pytest.mark.parametrize("thp", ["madvise", "nohuge"])
+def test_thp_area_from_memory_is_whole_huge_pages(swapbench, thp):
+    # A partial last 2 MiB of a MADV_HUGEPAGE area is never a THP.
+    doc = run_json(swapbench, "-q", "--size-frac-mem", "0.0003",
+                   "--thp", thp)
+    want = int(doc["system"]["mem_total_bytes"] * 0.0003)
+    unit = 2 << 20 if thp == "madvise" else PAGE
+    assert doc["groups"][0]["size_per_task_bytes"] == want // unit * unit
+
+
 def test_thp_reports_anon_huge(swapbench):
     doc = run_json(swapbench, "-q", "-s", "4M", "--thp", "nohuge")
     assert doc["tasks"][0]["anon_huge_kb_first_pass"] == 0
