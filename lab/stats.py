@@ -8,10 +8,13 @@ The interval comes from
   * Welch's t (unequal variances, Welch-Satterthwaite degrees of freedom)
     while either side has fewer than BOOTSTRAP_MIN_N repeats: with 3-7
     repeats a resampling method cannot see the tails and gives intervals
-    that are too narrow, while t accounts for the small sample. The
-    interval of the difference of means is scaled by the baseline mean;
-    that leaves out the baseline mean's own uncertainty in the scale,
-    which is second order at the CVs of a usable run.
+    that are too narrow, while t accounts for the small sample. For
+    positive samples it is the interval of the log of the ratio of means
+    (delta method: var = var(mean_o)/mean_o^2 + var(mean_b)/mean_b^2),
+    so it carries the baseline mean's own uncertainty and a %change
+    never reaches -100 %. (The difference of means scaled by the baseline
+    mean gave -88 % [-111, -66] for a re-read pass 8.5x faster at 18 %
+    CV.) Samples with zeros or negatives keep that scaled difference.
   * a seeded bootstrap of the ratio of means from BOOTSTRAP_MIN_N repeats
     on each side: it assumes no normality, which matters for skewed
     metrics such as tail latencies, and carries the baseline's own
@@ -26,8 +29,9 @@ fewer than MIN_N repeats on either side (verdict "n<3").
 The A/A noise estimate pools the CVs of all variants of a (workload,
 backend, metric) (repeats of one variant differ only by noise) and gives
 the half-width of the interval a comparison of two same-size samples
-with that CV would have: the smallest %change the run could call
-significant. A real change of that size is found about half the time.
+with that CV would have (of the log ratio: to first order, the %change):
+the smallest %change the run could call significant. A real change of
+that size is found about half the time.
 """
 from __future__ import annotations
 
@@ -67,7 +71,8 @@ class Change:
     low: float | None                # CI of pct
     high: float | None
     method: str | None               # "welch" | "bootstrap" | None (n<3)
-    p: float | None                  # Welch's two-sided p-value
+    p: float | None                  # Welch's two-sided p-value (of the
+                                     # log ratio for positive samples)
     verdict: str                     # n<3 | ns | better | worse | changed
 
     @property
@@ -123,6 +128,25 @@ def welch(base: Sequence[float], other: Sequence[float],
     return diff, diff - half, diff + half, float(p)
 
 
+def welch_log_ratio(base: Sequence[float], other: Sequence[float],
+                    confidence: float = CONFIDENCE) -> tuple[float, float,
+                                                             float, float]:
+    """(mean(other) / mean(base), CI low, CI high, two-sided p) by Welch's
+    t on the log of the ratio of means; every value positive."""
+    b, o = summarize(base), summarize(other)
+    ratio = o.mean / b.mean
+    # Relative variances of the two means (squared CVs of the means).
+    rb = (b.cv or 0.0) ** 2 / b.n
+    ro = (o.cv or 0.0) ** 2 / o.n
+    se = math.sqrt(rb + ro)
+    if se == 0:
+        return ratio, ratio, ratio, 1.0 if ratio == 1 else 0.0
+    df = (rb + ro) ** 2 / (rb ** 2 / (b.n - 1) + ro ** 2 / (o.n - 1))
+    half = sps.t.ppf(0.5 + confidence / 2, df) * se
+    p = 2 * sps.t.sf(abs(math.log(ratio)) / se, df)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half), float(p)
+
+
 def bootstrap_ratio(base: Sequence[float], other: Sequence[float],
                     seed: int, confidence: float = CONFIDENCE,
                     resamples: int = RESAMPLES) -> tuple[float, float]:
@@ -164,6 +188,11 @@ def compare(base: Sequence[float], other: Sequence[float], better: str,
         rlow, rhigh = bootstrap_ratio(base, other, seed, level)
         low, high = 100.0 * (rlow - 1), 100.0 * (rhigh - 1)
         method = "bootstrap"
+        significant = low > 0 or high < 0
+    elif min(base) > 0 and min(other) > 0:
+        _, rlow, rhigh, p = welch_log_ratio(base, other)
+        low, high = 100.0 * (rlow - 1), 100.0 * (rhigh - 1)
+        method = "welch"
         significant = low > 0 or high < 0
     else:
         low, high = 100.0 * dlow / abs(mb), 100.0 * dhigh / abs(mb)
