@@ -109,23 +109,31 @@ def summarize(values: Sequence[float]) -> Summary:
     return Summary(n, mean, statistics.median(values), sd, cv)
 
 
+def _welch_t(estimate: float, var_b: float, var_o: float, n_b: int,
+             n_o: int, confidence: float) -> tuple[float, float]:
+    """(CI half-width, two-sided p) of `estimate`, whose variance is
+    var_b + var_o from samples of n_b and n_o values, by Welch's t with
+    Welch-Satterthwaite degrees of freedom."""
+    se = math.sqrt(var_b + var_o)
+    if se == 0:
+        # Both sides constant (deterministic counters): any difference is
+        # exact, none is none.
+        return 0.0, 1.0 if estimate == 0 else 0.0
+    df = (var_b + var_o) ** 2 / (var_b ** 2 / (n_b - 1) +
+                                 var_o ** 2 / (n_o - 1))
+    half = sps.t.ppf(0.5 + confidence / 2, df) * se
+    return half, float(2 * sps.t.sf(abs(estimate) / se, df))
+
+
 def welch(base: Sequence[float], other: Sequence[float],
           confidence: float = CONFIDENCE) -> tuple[float, float, float,
                                                    float]:
     """(difference of means, CI low, CI high, two-sided p) by Welch's t."""
     b, o = summarize(base), summarize(other)
     diff = o.mean - b.mean
-    vb = (b.stddev or 0.0) ** 2 / b.n
-    vo = (o.stddev or 0.0) ** 2 / o.n
-    se = math.sqrt(vb + vo)
-    if se == 0:
-        # Both sides constant (deterministic counters): any difference is
-        # exact, none is none.
-        return diff, diff, diff, 1.0 if diff == 0 else 0.0
-    df = (vb + vo) ** 2 / (vb ** 2 / (b.n - 1) + vo ** 2 / (o.n - 1))
-    half = sps.t.ppf(0.5 + confidence / 2, df) * se
-    p = 2 * sps.t.sf(abs(diff) / se, df)
-    return diff, diff - half, diff + half, float(p)
+    half, p = _welch_t(diff, (b.stddev or 0.0) ** 2 / b.n,
+                       (o.stddev or 0.0) ** 2 / o.n, b.n, o.n, confidence)
+    return diff, diff - half, diff + half, p
 
 
 def welch_log_ratio(base: Sequence[float], other: Sequence[float],
@@ -135,16 +143,10 @@ def welch_log_ratio(base: Sequence[float], other: Sequence[float],
     t on the log of the ratio of means; every value positive."""
     b, o = summarize(base), summarize(other)
     ratio = o.mean / b.mean
-    # Relative variances of the two means (squared CVs of the means).
-    rb = (b.cv or 0.0) ** 2 / b.n
-    ro = (o.cv or 0.0) ** 2 / o.n
-    se = math.sqrt(rb + ro)
-    if se == 0:
-        return ratio, ratio, ratio, 1.0 if ratio == 1 else 0.0
-    df = (rb + ro) ** 2 / (rb ** 2 / (b.n - 1) + ro ** 2 / (o.n - 1))
-    half = sps.t.ppf(0.5 + confidence / 2, df) * se
-    p = 2 * sps.t.sf(abs(math.log(ratio)) / se, df)
-    return ratio, ratio * math.exp(-half), ratio * math.exp(half), float(p)
+    # The variance of the log of a mean is its squared CV (delta method).
+    half, p = _welch_t(math.log(ratio), (b.cv or 0.0) ** 2 / b.n,
+                       (o.cv or 0.0) ** 2 / o.n, b.n, o.n, confidence)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half), p
 
 
 def bootstrap_ratio(base: Sequence[float], other: Sequence[float],
