@@ -51,6 +51,8 @@ void usage(FILE *f)
 "      --seed N               run seed: random orders and page stamps [1]\n"
 "      --no-verify            do not check page stamps\n"
 "      --no-final-verify      skip the read-back sweep after the run\n"
+"      --serial-final-verify  tasks sweep one at a time, in task order (a\n"
+"                             seeking disk reads each area in order)\n"
 "      --no-latency           do not time page touches\n"
 "      --survive-sigbus       a page the kernel cannot read back from swap\n"
 "                             (SIGBUS at it) is counted lost, discarded and\n"
@@ -96,6 +98,7 @@ enum {
 	OPT_SEED,
 	OPT_NO_VERIFY,
 	OPT_NO_FINAL,
+	OPT_SERIAL_FINAL,
 	OPT_NO_LATENCY,
 	OPT_DUMP_ORDER,
 	OPT_SELFTEST_HIST,
@@ -135,6 +138,7 @@ static const struct option long_opts[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "no-verify", no_argument, NULL, OPT_NO_VERIFY },
 	{ "no-final-verify", no_argument, NULL, OPT_NO_FINAL },
+	{ "serial-final-verify", no_argument, NULL, OPT_SERIAL_FINAL },
 	{ "no-latency", no_argument, NULL, OPT_NO_LATENCY },
 	{ "dump-order", no_argument, NULL, OPT_DUMP_ORDER },
 	{ "selftest-hist", no_argument, NULL, OPT_SELFTEST_HIST },
@@ -378,6 +382,9 @@ static int parse_one(struct sb_config *cfg, int c, const char *arg,
 		return 0;
 	case OPT_NO_FINAL:
 		cfg->final_verify = false;
+		return 0;
+	case OPT_SERIAL_FINAL:
+		cfg->serial_final = true;
 		return 0;
 	case OPT_NO_LATENCY:
 		cfg->latency = false;

@@ -215,6 +215,7 @@ static void emit_config(struct jw *w, const struct sb_config *cfg)
 	jw_u64(w, "step_pages", cfg->step);
 	jw_bool(w, "verify", cfg->verify);
 	jw_bool(w, "final_verify", cfg->final_verify);
+	jw_bool(w, "serial_final_verify", cfg->serial_final);
 	jw_bool(w, "latency", cfg->latency);
 	jw_str(w, "thp", thp_name(cfg->thp));
 	jw_str(w, "work", work_name(cfg->work));
@@ -288,6 +289,7 @@ static void emit_task(struct jw *w, const struct sb_config *cfg,
 	jw_dbl(w, "fork_verify_s", (double)t->fork_ns / 1e9, 6);
 	jw_u64(w, "final_verify_pages", t->final_pages);
 	jw_dbl(w, "final_verify_s", (double)t->final_ns / 1e9, 6);
+	jw_dbl(w, "final_verify_start_mono_s", (double)t->final_t0 / 1e9, 6);
 	jw_kb(w, "anon_huge_kb_first_pass", t->anon_huge_kb_first);
 	jw_kb(w, "anon_huge_kb_end", t->anon_huge_kb_end);
 	jw_kb(w, "rss_kb_end", t->rss_kb_end);

@@ -79,6 +79,7 @@ struct sb_config {
 	enum sb_thp thp;
 	bool verify;
 	bool final_verify;
+	bool serial_final;	/* final sweeps one task at a time */
 	bool latency;
 	bool quiet;
 	bool survive_sigbus;	/* lose an unreadable page, not the process */
@@ -122,6 +123,8 @@ struct sb_task {
 	uint64_t verified_pages;	/* pages checked (all phases) */
 	uint64_t final_pages;		/* pages checked by the final sweep */
 	uint64_t final_ns;
+	uint64_t final_t0;		/* CLOCK_MONOTONIC ns at its start */
+	int swept;			/* past its final sweep, or has none */
 	uint64_t mismatches;
 	uint64_t lost_pages;		/* unreadable from swap: rewritten */
 	unsigned int nmis;

@@ -30,7 +30,7 @@ TOP_KEYS = {"schema", "status", "exit_code", "procs_io_killed", "mode",
             "config", "system", "groups", "total", "fill", "tasks",
             "processes", "mismatches"}
 CONFIG_KEYS = {"seed", "passes", "runtime_s", "warmup_passes", "step_pages",
-               "verify", "final_verify", "latency", "thp", "work", "work_us",
+               "verify", "final_verify", "serial_final_verify", "latency", "thp", "work", "work_us",
                "work_loop_iterations", "work_calibration", "survive_sigbus",
                "fork_share", "fork_after_pass", "corrupt_page", "kill_page",
                "sigbus_page", "lost_page"}
@@ -49,7 +49,9 @@ TASK_KEYS = {"index", "group", "proc", "thread", "pid", "status", "error",
              "first_pass_s", "cpu_s", "first_pass_cpu_s",
              "pages_per_s", "bytes_per_s", "minflt", "majflt", "mismatches",
              "verified_pages", "fork_mismatches", "fork_verified_pages",
-             "lost_pages", "fork_lost_pages", "fork_verify_s", "final_verify_pages", "final_verify_s",
+             "lost_pages", "fork_lost_pages", "fork_verify_s",
+             "final_verify_pages", "final_verify_s",
+             "final_verify_start_mono_s",
              "anon_huge_kb_first_pass", "anon_huge_kb_end", "rss_kb_end",
              "swap_kb_end", "latency"}
 PROC_KEYS = {"group", "index", "pid", "status", "exit_code", "signal",
@@ -414,6 +416,34 @@ def test_sigbus_survived_others_finish(swapbench, args):
     # task 0 died in pass 1 (pass 0 with one pass), after page 10
     assert doc["tasks"][0]["passes"] == (0 if one_pass else 1)
     assert len(doc["tasks"]) == len(doc["processes"]) * threads
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_serial_final_verify_one_task_at_a_time(swapbench, threads):
+    doc = run_json(swapbench, "-q", "-p", "3", "-t", threads, "-s", "8M",
+                   "--serial-final-verify")
+    assert doc["config"]["serial_final_verify"] is True
+    tasks = doc["tasks"]
+    assert all(t["status"] == "ok" and t["final_verify_pages"] == 2048
+               for t in tasks)
+    # in task order, each sweep starting after the one before ended
+    for before, after in zip(tasks, tasks[1:]):
+        end = before["final_verify_start_mono_s"] + before["final_verify_s"]
+        assert after["final_verify_start_mono_s"] >= end - 1e-6, \
+            (before, after)
+
+
+def test_serial_final_verify_skips_a_dead_process(swapbench):
+    # task 0's process is io-killed before its sweep: the turn passes on
+    res = run(swapbench, "-s", "4M", "-p", "3", "--survive-sigbus",
+              "--test-sigbus-page", "10", "--serial-final-verify")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["procs_io_killed"] == 1
+    dead, *alive = doc["tasks"]
+    assert dead["status"] == "io-killed"
+    assert all(t["status"] == "ok" and t["final_verify_pages"] == 1024
+               for t in alive)
 
 
 def test_sigbus_survived_foreground_stops_background(swapbench):
