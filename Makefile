@@ -52,8 +52,10 @@ build: deps
 run: deps workloads
 	$(LAB) run --matrix $(MATRIX)
 
+# The slowest tests and fixtures are listed at the end: a cold run's
+# kernel builds show there (CI must stay under 60 min).
 test: deps workloads
-	$(PYTHON) -m pytest $(PYTEST_ARGS) tests
+	$(PYTHON) -m pytest --durations=15 $(PYTEST_ARGS) tests
 
 test-unit: deps
 	$(PYTHON) -m pytest -m "not slow" $(PYTEST_ARGS) tests

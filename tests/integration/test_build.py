@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.build import Build, Builder, BuildFailed, read_bzimage_release
+from lab import tree
+from lab.build import (Build, Builder, BuildFailed, patches_of,
+                       read_bzimage_release)
 from lab.matrix import Matrix, load_matrix
 from lab.progress import Progress
 
@@ -41,6 +43,19 @@ def test_unchanged_variant_is_not_rebuilt(repo_matrix: Matrix,
     assert again == build
     assert time.monotonic() - start < 5
 
+
+
+def test_every_variant_stack_applies(repo_matrix: Matrix, base_build: Build,
+                                     lab_root: Path) -> None:
+    """Every variant of base's tree has a series stack that applies in
+    order, including those no slow test builds (`beyond`, the debug
+    variants): a conflict between two series shows here, in seconds."""
+    builder = Builder(repo_matrix, lab_root)
+    pristine = builder.pristine(base_build.tree)
+    for variant in repo_matrix.variants.values():
+        if variant.tree == base_build.tree and variant.series:
+            # raises LabError naming the patch that does not apply
+            tree.apply_series(pristine, patches_of(repo_matrix, variant))
 
 def _write_matrix(tmp: Path, series_files: dict[str, str],
                   fragment: str) -> Path:

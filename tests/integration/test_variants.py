@@ -4,6 +4,12 @@ Each variant boots with one THP workload (MADV_HUGEPAGE area larger than
 the guest, written then re-read sequentially) and the new vmstat counters
 must show its THP swap-out stage and its readahead algorithm. Builds come
 from the lab's own cache (built there if missing), as `make run` would.
+
+`beyond` is not built here: it stacks series whose proofs run on their own
+variants, and it changes vm_event_item.h yet again, so a cold cache would
+recompile most of the tree once more for it (6 min 16 s in the cold CI
+run of 38e0637). That its stack applies is checked by test_build.py; that it
+compiles and runs, by `make run`, which boots it in every backend.
 """
 from __future__ import annotations
 
@@ -41,7 +47,7 @@ def builds(repo_matrix: Matrix) -> dict[str, Build]:
                 for name in ("base", "readahead", "thp-stage1",
                              "thp-stage2", "everything", "thp-swapin",
                              "thp-swapin-whole", "thp-swapin-ra",
-                             "ra-by-device", "beyond")}
+                             "ra-by-device")}
 
 
 def boot(matrix: Matrix, build: Build, backend: str, tmp: Path,
@@ -247,39 +253,56 @@ def knob_cell(matrix: Matrix, build: Build, tmp: Path,
     return runner.run_cell(spec, cache_root())
 
 
-def test_beyond_knobs_reject_bad_values(builds: dict[str, Build],
-                                        repo_matrix: Matrix,
-                                        tmp_path: Path) -> None:
-    """Not an algorithm, the by-device mode itself, a window beyond 2^9,
-    THP readahead beyond 8 ranges: each write fails with EINVAL, which
-    the agent reports."""
-    bad = {"kernel/mm/swap/ra_by_device/rotational_algorithm": "foo",
-           "kernel/mm/swap/ra_by_device/ssd_algorithm": "by-device",
-           "kernel/mm/swap/ra_by_device/sync_max_order": "10",
-           "kernel/mm/swap/thp_swapin_readahead": "9"}
-    res = knob_cell(repo_matrix, builds["beyond"], tmp_path, bad)
+# variant -> knobs it adds, each with a value its write must refuse:
+# not an algorithm, the by-device mode itself, a window beyond 2^9, THP
+# readahead beyond 8 ranges.
+BAD_KNOBS = {
+    "ra-by-device": {
+        "kernel/mm/swap/ra_by_device/rotational_algorithm": "foo",
+        "kernel/mm/swap/ra_by_device/ssd_algorithm": "by-device",
+        "kernel/mm/swap/ra_by_device/sync_max_order": "10"},
+    "thp-swapin-ra": {"kernel/mm/swap/thp_swapin_readahead": "9"},
+}
+# variant -> knobs with named choices as they read back once set (the one
+# in effect in brackets), and numbers as written.
+SHOWN_KNOBS = {
+    "ra-by-device": {
+        "kernel/mm/swap/readahead_mode":
+        "cluster vma-rfc vma-6.1 none [by-device]",
+        "kernel/mm/swap/ra_by_device/ssd_algorithm":
+        "cluster vma-rfc vma-6.1 [none]"},
+    "thp-swapin-ra": {
+        "kernel/mm/swap/thp_swapin": "never madvise [always]",
+        "kernel/mm/swap/thp_swpout_pte_mapped": "[split] whole",
+        "kernel/mm/swap/thp_swapin_readahead": "3"},
+}
+
+
+@pytest.mark.parametrize("variant", list(BAD_KNOBS))
+def test_knobs_reject_bad_values(variant: str, builds: dict[str, Build],
+                                 repo_matrix: Matrix,
+                                 tmp_path: Path) -> None:
+    """Each bad write fails with EINVAL, which the agent reports."""
+    bad = BAD_KNOBS[variant]
+    res = knob_cell(repo_matrix, builds[variant], tmp_path, bad)
     assert res.reason == "agent-error", res.detail
     for path, value in bad.items():
         assert f"/sys/{path} <- {value}: Invalid argument" in res.detail
 
 
-def test_beyond_knobs_read_back_their_choices(builds: dict[str, Build],
-                                             repo_matrix: Matrix,
-                                             tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", list(SHOWN_KNOBS))
+def test_knobs_read_back_their_choices(variant: str,
+                                      builds: dict[str, Build],
+                                      repo_matrix: Matrix,
+                                      tmp_path: Path) -> None:
     """Every swap knob with named choices lists them all, the one in
     effect in brackets, after the agent set it (its readback); a number
     reads back as written."""
-    knobs = {"kernel/mm/swap/readahead_mode":
-             "cluster vma-rfc vma-6.1 none [by-device]",
-             "kernel/mm/swap/ra_by_device/ssd_algorithm":
-             "cluster vma-rfc vma-6.1 [none]",
-             "kernel/mm/swap/thp_swapin": "never madvise [always]",
-             "kernel/mm/swap/thp_swpout_pte_mapped": "[split] whole"}
-    numbers = {"kernel/mm/swap/thp_swapin_readahead": "3"}
-    res = knob_cell(repo_matrix, builds["beyond"], tmp_path,
-                    {**{path: shown[shown.index("[") + 1:shown.index("]")]
-                        for path, shown in knobs.items()}, **numbers})
+    shown = SHOWN_KNOBS[variant]
+    wanted = {path: text[text.index("[") + 1:text.index("]")]
+              if "[" in text else text for path, text in shown.items()}
+    res = knob_cell(repo_matrix, builds[variant], tmp_path, wanted)
     assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
     readback = {s["name"]: s["readback"] for s in res.result["settings"]}
-    for path, shown in {**knobs, **numbers}.items():
-        assert readback[path] == shown, readback
+    for path, text in shown.items():
+        assert readback[path] == text, readback
