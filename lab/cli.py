@@ -152,9 +152,12 @@ def _build(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Build, then run the sub-matrix's cells as a pytest session (each
     cell a test item), then write the report of the run."""
-    status = _build(args)
-    if status:
-        return status
+    if _build(args):
+        # The rest of the matrix goes on: the session tries each failed
+        # variant once more (make resumes where it stopped, so it fails
+        # again in seconds) and fails its cells with the build log.
+        print("lab run: the cells of the variants that failed to build "
+              "will fail; running the others", file=sys.stderr)
     _make_workloads()
     # The session names its run: another lab session on the same cache
     # may have started a later one, so "latest" is not necessarily ours.

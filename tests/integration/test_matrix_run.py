@@ -16,6 +16,7 @@ import pytest
 from lab.build import Build
 from lab.store import Store
 from tests.integration.conftest import cell_session
+from tests.integration.test_build import BROKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -87,3 +88,54 @@ def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
     again = cell_session(matrix, lab_root, "-q", "-rs", timeout=600)
     assert again.returncode == 0, again.stdout[-2000:]
     assert "2 skipped" in again.stdout and "result reused" in again.stdout
+
+
+TWO_BUILDS = """\
+trees: {linux-source-6.1: {}}
+fragments: {lab-base: kernels/lab-base.config}
+variants:
+  base:
+    tree: linux-source-6.1
+    series: [counters, sync-bypass-switch, baseline]
+    fragments: [lab-base]
+  broken:
+    tree: linux-source-6.1
+    series: [counters, sync-bypass-switch, baseline, broken]
+    fragments: [lab-base]
+backends:
+  nvme: {kind: nvme}
+workloads:
+  short:
+    program: swapbench
+    args: [--size, 4M, --passes, 1]
+guest: {memory: 256M, vcpus: 2, swap: 512M}
+baseline: base
+matrices:
+  quick: {}
+  full: {}
+"""
+
+
+def test_a_failed_build_fails_only_its_cells(base_build: Build,
+                                             lab_root: Path,
+                                             tmp_path: Path) -> None:
+    (tmp_path / "kernels").symlink_to(ROOT / "kernels")
+    patches = tmp_path / "patches" / "linux-source-6.1"
+    patches.mkdir(parents=True)
+    for series in ("counters", "sync-bypass-switch", "baseline"):
+        (patches / series).symlink_to(ROOT / "patches" / "linux-source-6.1"
+                                      / series)
+    (patches / "broken").mkdir()
+    (patches / "broken" / "0001-broken.patch").write_text(BROKEN)
+    (patches / "broken" / "series").write_text("0001-broken.patch\n")
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(TWO_BUILDS)
+    session = cell_session(matrix, lab_root, "-q", "--new-run", timeout=600)
+    out = session.stdout
+    assert session.returncode == 1, out[-3000:] + session.stderr[-2000:]
+    assert "1 failed, 1 passed" in out, out[-3000:]
+    assert "build failed: broken: series 'broken': patch" in out
+    assert "0001-broken.patch does not apply" in out
+    records = Store(lab_root).open("latest").records()
+    assert list(records) == ["base-nvme-short-r1"]
+    assert records["base-nvme-short-r1"].outcome == "ok"

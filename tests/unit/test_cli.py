@@ -31,9 +31,9 @@ class FakeSession:
         return 1
 
 
-def run_with(monkeypatch, run_id):
+def run_with(monkeypatch, run_id, build_status=0):
     seen = {}
-    monkeypatch.setattr(cli, "_build", lambda args: 0)
+    monkeypatch.setattr(cli, "_build", lambda args: build_status)
 
     real_popen = subprocess.Popen
 
@@ -54,6 +54,17 @@ def test_run_reports_its_own_run_not_the_latest(monkeypatch):
     status, seen = run_with(monkeypatch, "20261203-102031-debug")
     assert status == 1 and seen["report"] == "20261203-102031-debug"
     assert not seen["session"].id_file.parent.exists()
+
+
+def test_a_failed_build_does_not_stop_the_other_cells(monkeypatch, capsys):
+    # A variant failed to build: its cells fail in the session, the
+    # others run, and the run is reported.
+    status, seen = run_with(monkeypatch, "20261203-102031-debug",
+                            build_status=1)
+    assert "session" in seen and seen["report"] == "20261203-102031-debug"
+    assert status == 1
+    assert "variants that failed to build will fail" in \
+        capsys.readouterr().err
 
 
 def test_run_without_a_named_run_is_an_error(monkeypatch):
