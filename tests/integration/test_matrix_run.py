@@ -21,32 +21,40 @@ from tests.integration.test_build import BROKEN
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
-TINY = """\
-trees: {linux-source-6.1: {}}
-fragments: {lab-base: kernels/lab-base.config}
+
+def tiny_matrix(other: str, workload: str) -> str:
+    """`base` and one `other` variant, on NVMe, with one workload."""
+    return f"""\
+trees: {{linux-source-6.1: {{}}}}
+fragments: {{lab-base: kernels/lab-base.config}}
 variants:
   base:
     tree: linux-source-6.1
     series: [counters, sync-bypass-switch, baseline]
     fragments: [lab-base]
+{other}backends:
+  nvme: {{kind: nvme, mdts: 9}}
+workloads:
+{workload}guest: {{memory: 256M, vcpus: 2, swap: 512M}}
+baseline: base
+matrices:
+  quick: {{}}
+  full: {{}}
+"""
+
+
+TINY = tiny_matrix("""\
   base-vma61:
     tree: linux-source-6.1
     series: [counters, sync-bypass-switch, baseline]
     fragments: [lab-base]
     sysfs: {kernel/mm/swap/readahead_mode: vma-6.1}
-backends:
-  nvme: {kind: nvme, mdts: 9}
-workloads:
+""", """\
   seq:
     program: swapbench
     args: [--pattern, seq, --size-frac-mem, 1.3, --passes, 2]
     timeout: 300
-guest: {memory: 256M, vcpus: 2, swap: 512M}
-baseline: base
-matrices:
-  quick: {}
-  full: {}
-"""
+""")
 
 
 def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
@@ -90,30 +98,16 @@ def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
     assert "2 skipped" in again.stdout and "result reused" in again.stdout
 
 
-TWO_BUILDS = """\
-trees: {linux-source-6.1: {}}
-fragments: {lab-base: kernels/lab-base.config}
-variants:
-  base:
-    tree: linux-source-6.1
-    series: [counters, sync-bypass-switch, baseline]
-    fragments: [lab-base]
+TWO_BUILDS = tiny_matrix("""\
   broken:
     tree: linux-source-6.1
     series: [counters, sync-bypass-switch, baseline, broken]
     fragments: [lab-base]
-backends:
-  nvme: {kind: nvme}
-workloads:
+""", """\
   short:
     program: swapbench
     args: [--size, 4M, --passes, 1]
-guest: {memory: 256M, vcpus: 2, swap: 512M}
-baseline: base
-matrices:
-  quick: {}
-  full: {}
-"""
+""")
 
 
 def test_a_failed_build_fails_only_its_cells(base_build: Build,
