@@ -9,7 +9,7 @@ from the lab's own cache (built there if missing), as `make run` would.
 variants, and it changes vm_event_item.h yet again, so a cold cache would
 recompile most of the tree once more for it (6 min 16 s in the cold CI
 run of 38e0637). That its stack applies is checked by test_build.py; that it
-compiles and runs, by `make run`, which boots it in every backend.
+compiles and runs, by the matrices that have it (`beyond`, `debug-beyond`).
 """
 from __future__ import annotations
 
