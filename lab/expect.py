@@ -22,7 +22,7 @@ from lab.yamlsrc import Node
 if TYPE_CHECKING:
     from lab.matrix import Cell, Rule
 
-OPS: dict[str, Callable[[int, int], bool]] = {
+OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt,
     "<=": operator.le, "==": operator.eq}
 COUNTER = r"[a-z][a-z0-9_]*"
