@@ -52,9 +52,10 @@ def base_build(repo_matrix: Matrix, lab_root: Path) -> Build:
     with locked(shared.root):
         build = shared.build(repo_matrix.variants["base"], Progress("base"))
     # The state file names the build's directory in the lab's cache.
-    private = Builder(repo_matrix, lab_root).state_file("base")
+    state = shared.state_file("base")
+    private = lab_root / state.relative_to(shared.root)
     private.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(shared.state_file("base"), private)
+    shutil.copy2(state, private)
     return build
 
 

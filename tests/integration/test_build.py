@@ -44,18 +44,17 @@ def test_unchanged_variant_is_not_rebuilt(repo_matrix: Matrix,
     assert time.monotonic() - start < 5
 
 
-
 def test_every_variant_stack_applies(repo_matrix: Matrix, base_build: Build,
                                      lab_root: Path) -> None:
     """Every variant of base's tree has a series stack that applies in
     order, including those no slow test builds (`beyond`, the debug
     variants): a conflict between two series shows here, in seconds."""
-    builder = Builder(repo_matrix, lab_root)
-    pristine = builder.pristine(base_build.tree)
+    pristine = tree.prepare(base_build.tree, lab_root)
     for variant in repo_matrix.variants.values():
         if variant.tree == base_build.tree and variant.series:
             # raises LabError naming the patch that does not apply
             tree.apply_series(pristine, patches_of(repo_matrix, variant))
+
 
 def _write_matrix(tmp: Path, series_files: dict[str, str],
                   fragment: str) -> Path:
