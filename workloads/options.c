@@ -32,6 +32,9 @@ void usage(FILE *f)
 "  -P, --pattern PAT          seq, seq-back or random [seq]\n"
 "      --step N               touch every N-th page [1]\n"
 "  -n, --passes N             passes over the area [2; fill: 1]\n"
+"      --reread               passes after the first read every page and\n"
+"                             check the first pass's stamps, writing\n"
+"                             nothing (a page swapped in stays clean)\n"
 "  -r, --runtime SEC          stop after SEC seconds (passes unlimited\n"
 "                             unless --passes is given too)\n"
 "      --warmup-passes N      leave the first N passes out of the latency\n"
@@ -109,6 +112,7 @@ enum {
 	OPT_LOST,
 	OPT_FORK_SHARE,
 	OPT_FORK_PASS,
+	OPT_REREAD,
 };
 
 static const struct option long_opts[] = {
@@ -121,6 +125,7 @@ static const struct option long_opts[] = {
 	{ "pattern", required_argument, NULL, 'P' },
 	{ "step", required_argument, NULL, OPT_STEP },
 	{ "passes", required_argument, NULL, 'n' },
+	{ "reread", no_argument, NULL, OPT_REREAD },
 	{ "runtime", required_argument, NULL, 'r' },
 	{ "warmup-passes", required_argument, NULL, OPT_WARMUP },
 	{ "work-us", required_argument, NULL, OPT_WORK_US },
@@ -386,6 +391,9 @@ static int parse_one(struct sb_config *cfg, int c, const char *arg,
 	case OPT_SERIAL_FINAL:
 		cfg->serial_final = true;
 		return 0;
+	case OPT_REREAD:
+		cfg->reread = true;
+		return 0;
 	case OPT_NO_LATENCY:
 		cfg->latency = false;
 		return 0;
@@ -547,6 +555,10 @@ static int finalize(struct sb_config *cfg, const struct seen *seen,
 			   PRIu64 " passes", cfg->fork_pass, cfg->passes);
 	if (cfg->lost_page >= 0 && !cfg->survive_sigbus)
 		return bad("%s", "--test-lost-page needs --survive-sigbus");
+	/* a lost page is written anew, with the stamps of its pass */
+	if (cfg->reread && (cfg->mode == MODE_FILL || cfg->survive_sigbus))
+		return bad("%s", "--reread: not in fill mode, not with "
+			   "--survive-sigbus");
 	/* the first pass that reads back what was written, as a swap-in */
 	cfg->sigbus_pass = cfg->passes == 1 ? 0 : 1;
 

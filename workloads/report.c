@@ -216,6 +216,7 @@ static void emit_config(struct jw *w, const struct sb_config *cfg)
 	jw_bool(w, "verify", cfg->verify);
 	jw_bool(w, "final_verify", cfg->final_verify);
 	jw_bool(w, "serial_final_verify", cfg->serial_final);
+	jw_bool(w, "reread", cfg->reread);
 	jw_bool(w, "latency", cfg->latency);
 	jw_str(w, "thp", thp_name(cfg->thp));
 	jw_str(w, "work", work_name(cfg->work));

@@ -386,6 +386,19 @@ static bool should_stop(struct task_ctx *c, uint64_t pass)
 	return c->deadline && now_ns() >= c->deadline;
 }
 
+/* --reread: page @p, whose head word is @head, still holds pass 0's stamps */
+static void reread_check(struct task_ctx *c, uint64_t page,
+			 const uint64_t *p, uint64_t head)
+{
+	const struct stamp_key *k = &c->cfg->skey;
+	uint64_t base = stamp_base(k, page, 0), found = 0;
+	unsigned int bad = 0, nbad;
+
+	nbad = stamp_check(k, p, base, false, &bad, &found);
+	page_checked(c, page, 0, head, stamp_head(k, page, 0), nbad, bad,
+		     found, base, false, false);
+}
+
 /* one pass; false if it was cut short */
 static bool run_pass(struct task_ctx *c, uint64_t pass)
 {
@@ -394,6 +407,7 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 	struct sb_task *t = c->t;
 	bool record = cfg->latency && pass >= cfg->warmup_passes;
 	bool check = cfg->verify && pass > 0;
+	bool reread = cfg->reread && pass > 0;
 	bool hooks = c->idx == 0 &&
 		     ((pass == 0 && (cfg->corrupt_page >= 0 ||
 				     cfg->kill_page >= 0)) ||
@@ -423,7 +437,9 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 		/* the first touch of the page: the access that may fault */
 		if (record)
 			t0 = now_ns();
-		if (check)
+		if (reread)
+			old = *(volatile uint64_t *)p;
+		else if (check)
 			old = __atomic_exchange_n(p, nh, __ATOMIC_RELAXED);
 		else
 			*(volatile uint64_t *)p = nh;
@@ -431,7 +447,10 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 			t1 = now_ns();
 			hist_add(&t->hist, t1 - t0);
 		}
-		if (check) {
+		if (reread) {
+			if (check)
+				reread_check(c, page, p, old);
+		} else if (check) {
 			uint64_t ob = stamp_base(k, page, pass - 1), found = 0;
 			unsigned int bad = 0, nbad;
 
@@ -562,6 +581,8 @@ static void sweep(struct task_ctx *c, bool fork)
 		bool zero = i >= c->last_pos && p == 0;
 		unsigned int bad = 0, nbad;
 
+		if (cfg->reread && p > 0)
+			q = 0;	/* every later pass only read */
 		if (zero) {
 			q = p;
 		} else {

@@ -80,6 +80,7 @@ struct sb_config {
 	bool verify;
 	bool final_verify;
 	bool serial_final;	/* final sweeps one task at a time */
+	bool reread;		/* passes after the first only read */
 	bool latency;
 	bool quiet;
 	bool survive_sigbus;	/* lose an unreadable page, not the process */

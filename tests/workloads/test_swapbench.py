@@ -30,7 +30,7 @@ TOP_KEYS = {"schema", "status", "exit_code", "procs_io_killed", "mode",
             "config", "system", "groups", "total", "fill", "tasks",
             "processes", "mismatches"}
 CONFIG_KEYS = {"seed", "passes", "runtime_s", "warmup_passes", "step_pages",
-               "verify", "final_verify", "serial_final_verify", "latency",
+               "verify", "final_verify", "serial_final_verify", "reread", "latency",
                "thp", "work", "work_us",
                "work_loop_iterations", "work_calibration", "survive_sigbus",
                "fork_share", "fork_after_pass", "corrupt_page", "kill_page",
@@ -329,13 +329,14 @@ def test_corrupt_between_words_unnoticed(swapbench, offset):
     assert doc["config"]["corrupt_page"] == 5
 
 
-def test_runtime_partial_pass_verifies_clean(swapbench):
+@pytest.mark.parametrize("reread", [[], ["--reread"]])
+def test_runtime_partial_pass_verifies_clean(swapbench, reread):
     # 1024 pages x 50 us = 51 ms a pass: 0.13 s ends inside pass 3, unless
     # the deadline happens to fall on a pass boundary (1 in 16): retry
     partial = False
     for _ in range(4):
         doc = run_json(swapbench, "-q", "-s", "4M", "-P", "random",
-                       "--runtime", "0.13", "--work-us", "50")
+                       "--runtime", "0.13", "--work-us", "50", *reread)
         t = doc["tasks"][0]
         assert doc["config"]["passes"] == 0
         assert t["mismatches"] == 0 and doc["status"] == "ok"
@@ -345,6 +346,30 @@ def test_runtime_partial_pass_verifies_clean(swapbench):
             partial = True
             break
     assert partial
+
+
+@pytest.mark.parametrize("pattern", ["seq", "random"])
+def test_reread_checks_pass_0_stamps(swapbench, pattern):
+    doc = run_json(swapbench, "-q", "-s", "4M", "-P", pattern,
+                   "--passes", "3", "--reread")
+    assert doc["status"] == "ok" and doc["config"]["reread"] is True
+    t = doc["tasks"][0]
+    assert t["passes"] == 3 and t["mismatches"] == 0
+    # passes 2 and 3 read back, plus the final sweep
+    assert t["verified_pages"] == 3 * 1024
+    assert t["final_verify_pages"] == 1024
+
+
+def test_reread_writes_nothing_after_pass_0(swapbench):
+    # Page 5 flipped after pass 0. A rewriting pass finds it once and
+    # writes it anew; with --reread nothing writes it, so each later pass
+    # and the final sweep find it again, against pass 0's stamps.
+    for args, found in (([], 1), (["--reread"], 3)):
+        doc = run_json(swapbench, "-q", "-s", "4M", "--passes", "3",
+                       "--corrupt-page", "5", *args, rc=3)
+        assert doc["tasks"][0]["mismatches"] == found, args
+        assert {(m["page"], m["pass"]) for m in doc["mismatches"]} == \
+            {(5, 0)}
 
 
 def test_enomem_reported(swapbench):
@@ -479,6 +504,7 @@ def test_sigbus_survived_mismatch_still_wins(swapbench):
     ["-P", "random", "-p", "2", "-t", "2"],
     ["-P", "seq-back", "--step", "3", "--passes", "3"],
     ["--mode", "combined", "--bg-procs", "2", "--bg-size", "2M"],
+    ["-P", "random", "--passes", "3", "--reread"],
 ])
 def test_fork_share_clean(swapbench, args):
     doc = run_json(swapbench, "-q", "-s", "4M", "--fork-share", *args)
@@ -737,6 +763,7 @@ def test_lost_page_next_to_a_real_crash(swapbench):
     ["--step", "0"], ["-t", "100000"], ["--test-sigbus-page", "x"],
     ["--test-lost-page", "x"], ["-s", "4M", "--test-lost-page", "10"],
     ["--fork-share", "--no-verify"], ["--survive-sigbus=1"],
+    ["--reread", "--survive-sigbus"], ["--mode", "fill", "--reread"],
     ["-s", "4M", "--corrupt-page", "5:%d" % PAGE],
     ["-s", "4M", "--corrupt-page", "5:"],
     ["-s", "4M", "--corrupt-page", "5:x"],
