@@ -67,9 +67,14 @@ class Effect:
         if c.pct is None:
             return f"{where}: no comparison (baseline mean 0)"
         ci = f" [{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None else ""
-        return (f"{where}: {pct_text(c.pct)}{ci} {c.verdict} "
+        return (f"{where}: {pct_text(c.pct)}{ci} "
+                f"{VERDICT_TEXT.get(c.verdict, c.verdict)} "
                 f"({self.with_} vs {self.without}, n={self.n[1]} vs "
                 f"{self.n[0]})")
+
+
+# Verdicts as prose: a bare "ns" after a latency reads as nanoseconds.
+VERDICT_TEXT = {"ns": "not significant", "n<3": "not judged (n<3)"}
 
 
 @dataclass

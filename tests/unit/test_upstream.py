@@ -50,6 +50,15 @@ def test_clearly_better_patch_ranks_first():
     assert rec.separation[0].startswith("thp-stage1 ranks above readahead")
 
 
+def test_effect_verdicts_read_as_words():
+    rec = upstream.recommend(constructed({"readahead": 1.0,
+                                          "thp-stage1": 1.25}), MATRIX)
+    lines = [e.text() for c in rec.ranked for e in c.effects]
+    assert any(" not significant (readahead vs base" in t for t in lines)
+    assert any(" better (thp-stage1 vs base" in t for t in lines)
+    assert not any(" ns " in t for t in lines)
+
+
 def test_inseparable_patches_are_said_so():
     rec = upstream.recommend(constructed({"readahead": 1.0,
                                           "thp-stage1": 1.0}), MATRIX)
