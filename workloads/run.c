@@ -386,17 +386,22 @@ static bool should_stop(struct task_ctx *c, uint64_t pass)
 	return c->deadline && now_ns() >= c->deadline;
 }
 
-/* --reread: page @p, whose head word is @head, still holds pass 0's stamps */
-static void reread_check(struct task_ctx *c, uint64_t page,
-			 const uint64_t *p, uint64_t head)
+/*
+ * Check page @page at @p, whose head word read @head, against the stamps
+ * pass @pass left, without writing (all zero if @zero: never written).
+ */
+static void check_stamps(struct task_ctx *c, uint64_t page,
+			 const uint64_t *p, uint64_t head, uint64_t pass,
+			 bool zero, bool fork)
 {
 	const struct stamp_key *k = &c->cfg->skey;
-	uint64_t base = stamp_base(k, page, 0), found = 0;
+	uint64_t eh = zero ? 0 : stamp_head(k, page, pass);
+	uint64_t eb = zero ? 0 : stamp_base(k, page, pass), found = 0;
 	unsigned int bad = 0, nbad;
 
-	nbad = stamp_check(k, p, base, false, &bad, &found);
-	page_checked(c, page, 0, head, stamp_head(k, page, 0), nbad, bad,
-		     found, base, false, false);
+	nbad = stamp_check(k, p, eb, zero, &bad, &found);
+	page_checked(c, page, pass, head, eh, nbad, bad, found, eb, zero,
+		     fork);
 }
 
 /* one pass; false if it was cut short */
@@ -448,8 +453,9 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 			hist_add(&t->hist, t1 - t0);
 		}
 		if (reread) {
-			if (check)
-				reread_check(c, page, p, old);
+			if (check)	/* pass 0 wrote every page */
+				check_stamps(c, page, p, old, 0, false,
+					     false);
 		} else if (check) {
 			uint64_t ob = stamp_base(k, page, pass - 1), found = 0;
 			unsigned int bad = 0, nbad;
@@ -563,7 +569,6 @@ static void run_main(struct task_ctx *c)
 static void sweep(struct task_ctx *c, bool fork)
 {
 	const struct sb_config *cfg = c->cfg;
-	const struct stamp_key *k = &cfg->skey;
 	uint64_t psz = cfg->page_size, page, i = 0, p = c->last_pass;
 	uint64_t t0 = now_ns();
 	struct order o;
@@ -575,24 +580,15 @@ static void sweep(struct task_ctx *c, bool fork)
 		   c->idx, p);
 	while (order_next(&o, &page)) {
 		const uint64_t *pg = (const uint64_t *)(c->base + page * psz);
-		uint64_t h = *(const volatile uint64_t *)pg, found = 0;
-		uint64_t q = i < c->last_pos ? p : p - 1, eh = 0, eb = 0;
+		uint64_t h = *(const volatile uint64_t *)pg;
 		/* never written (pass 0 cut short): must still read as zero */
 		bool zero = i >= c->last_pos && p == 0;
-		unsigned int bad = 0, nbad;
+		/* the pass that wrote it; with --reread only pass 0 wrote */
+		uint64_t q = cfg->reread || zero ? 0 :
+			     (i < c->last_pos ? p : p - 1);
 
-		if (cfg->reread && p > 0)
-			q = 0;	/* every later pass only read */
-		if (zero) {
-			q = p;
-		} else {
-			eh = stamp_head(k, page, q);
-			eb = stamp_base(k, page, q);
-		}
-		nbad = stamp_check(k, pg, eb, zero, &bad, &found);
 		if (!page_was_lost(c, fork))
-			page_checked(c, page, q, h, eh, nbad, bad, found, eb,
-				     zero, fork);
+			check_stamps(c, page, pg, h, q, zero, fork);
 		i++;
 	}
 	if (fork) {

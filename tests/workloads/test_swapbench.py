@@ -30,8 +30,8 @@ TOP_KEYS = {"schema", "status", "exit_code", "procs_io_killed", "mode",
             "config", "system", "groups", "total", "fill", "tasks",
             "processes", "mismatches"}
 CONFIG_KEYS = {"seed", "passes", "runtime_s", "warmup_passes", "step_pages",
-               "verify", "final_verify", "serial_final_verify", "reread", "latency",
-               "thp", "work", "work_us",
+               "verify", "final_verify", "serial_final_verify", "reread",
+               "latency", "thp", "work", "work_us",
                "work_loop_iterations", "work_calibration", "survive_sigbus",
                "fork_share", "fork_after_pass", "corrupt_page", "kill_page",
                "sigbus_page", "lost_page"}
