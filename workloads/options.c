@@ -44,6 +44,9 @@ void usage(FILE *f)
 "      --thp MODE             default, madvise (MADV_HUGEPAGE) or nohuge;\n"
 "                             madvise rounds a size from a fraction down\n"
 "                             to whole 2 MiB huge pages\n"
+"      --thp-holes N          madvise: the last 2 MiB range of every N gets\n"
+"                             4 KiB pages at first touch, as when no THP\n"
+"                             could be allocated there\n"
 "      --fill-frac F          fill: all tasks together write F * (MemTotal\n"
 "                             + SwapTotal)\n"
 "      --bg-procs N           combined: background processes [1]\n"
@@ -113,6 +116,7 @@ enum {
 	OPT_FORK_SHARE,
 	OPT_FORK_PASS,
 	OPT_REREAD,
+	OPT_THP_HOLES,
 };
 
 static const struct option long_opts[] = {
@@ -132,6 +136,7 @@ static const struct option long_opts[] = {
 	{ "work-calibration", required_argument, NULL, OPT_WORK_CAL },
 	{ "calibrate", required_argument, NULL, OPT_CALIBRATE },
 	{ "thp", required_argument, NULL, OPT_THP },
+	{ "thp-holes", required_argument, NULL, OPT_THP_HOLES },
 	{ "fill-frac", required_argument, NULL, OPT_FILL_FRAC },
 	{ "bg-procs", required_argument, NULL, OPT_BG_PROCS },
 	{ "bg-threads", required_argument, NULL, OPT_BG_THREADS },
@@ -354,6 +359,9 @@ static int parse_one(struct sb_config *cfg, int c, const char *arg,
 		else
 			return bad("unknown --thp '%s'", arg);
 		return 0;
+	case OPT_THP_HOLES:
+		return parse_u64(arg, 1, 1ULL << 40, &cfg->thp_holes) ?
+		       bad("bad --thp-holes '%s'", arg) : 0;
 	case OPT_FILL_FRAC:
 		return parse_pos_double(arg, 1000, &cfg->fill_frac) ?
 		       bad("bad --fill-frac '%s'", arg) : 0;
@@ -559,6 +567,8 @@ static int finalize(struct sb_config *cfg, const struct seen *seen,
 	if (cfg->reread && (cfg->mode == MODE_FILL || cfg->survive_sigbus))
 		return bad("%s", "--reread: not in fill mode, not with "
 			   "--survive-sigbus");
+	if (cfg->thp_holes && cfg->thp != THP_MADVISE)
+		return bad("%s", "--thp-holes needs --thp madvise");
 	/* the first pass that reads back what was written, as a swap-in */
 	cfg->sigbus_pass = cfg->passes == 1 ? 0 : 1;
 

@@ -162,6 +162,28 @@ static void fg_done(struct task_ctx *c)
 }
 
 /*
+ * --thp-holes: give the last 2 MiB range of every thp_holes 4 KiB pages, as
+ * when the kernel could not allocate a THP there at first touch. A read of
+ * its first page while the area is MADV_NOHUGEPAGE maps the zero page and
+ * gives the range a page table, so that no fault can map a THP there after
+ * MADV_HUGEPAGE (which also merges the area back into one VMA, as THP
+ * readahead needs). Nothing is written: pass 0 still writes every page
+ * first. khugepaged may collapse such a range later, as it would any.
+ */
+static void make_thp_holes(const struct sb_config *cfg, uintptr_t base,
+			   uint64_t size)
+{
+	uint64_t r, ranges = size / SB_HPAGE;
+
+	if (madvise((void *)base, size, MADV_NOHUGEPAGE)) {
+		fprintf(stderr, "swapbench: madvise: %s\n", strerror(errno));
+		return;
+	}
+	for (r = cfg->thp_holes - 1; r < ranges; r += cfg->thp_holes)
+		(void)*(volatile const char *)(base + r * SB_HPAGE);
+}
+
+/*
  * Reserve the area with PROT_NONE guards around it (so it never merges
  * with another task's area and its smaps entry is its own), aligned to
  * 2 MiB for THP, then make it writable: that is where a strict overcommit
@@ -185,6 +207,8 @@ static int area_setup(struct task_ctx *c)
 		munmap(p, len);
 		return err;
 	}
+	if (cfg->thp_holes)
+		make_thp_holes(cfg, base, size);
 	if (cfg->thp != THP_DEFAULT) {
 		int advice = cfg->thp == THP_MADVISE ? MADV_HUGEPAGE :
 			 MADV_NOHUGEPAGE;

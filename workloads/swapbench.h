@@ -77,6 +77,7 @@ struct sb_config {
 	uint64_t loop_iters;
 	const char *calib_file;
 	enum sb_thp thp;
+	uint64_t thp_holes;	/* every N-th 2 MiB range 4 KiB, 0: none */
 	bool verify;
 	bool final_verify;
 	bool serial_final;	/* final sweeps one task at a time */

@@ -31,7 +31,7 @@ TOP_KEYS = {"schema", "status", "exit_code", "procs_io_killed", "mode",
             "processes", "mismatches"}
 CONFIG_KEYS = {"seed", "passes", "runtime_s", "warmup_passes", "step_pages",
                "verify", "final_verify", "serial_final_verify", "reread",
-               "latency", "thp", "work", "work_us",
+               "latency", "thp", "thp_holes", "work", "work_us",
                "work_loop_iterations", "work_calibration", "survive_sigbus",
                "fork_share", "fork_after_pass", "corrupt_page", "kill_page",
                "sigbus_page", "lost_page"}
@@ -657,6 +657,23 @@ def test_thp_reports_anon_huge(swapbench):
     assert doc["tasks"][0]["rss_kb_end"] == 4096
 
 
+def test_thp_holes_leave_ranges_without_thp(swapbench):
+    """Every second 2 MiB range gets 4 KiB pages at first touch: at most
+    half the THPs of the same area without holes, data intact."""
+    args = ["-q", "-s", "16M", "--thp", "madvise", "--passes", "2"]
+    whole = run_json(swapbench, *args)
+    huge_kb = whole["tasks"][0]["anon_huge_kb_first_pass"]
+    if huge_kb <= 4 * 2048:
+        pytest.skip(f"the host gave {huge_kb} kB of THPs to 16 MiB: "
+                    "too few to see holes in")
+    holes = run_json(swapbench, *args, "--thp-holes", "2")
+    t = holes["tasks"][0]
+    assert holes["config"]["thp_holes"] == 2
+    assert whole["config"]["thp_holes"] == 0
+    assert t["anon_huge_kb_first_pass"] <= 4 * 2048, t
+    assert t["mismatches"] == 0 and t["final_verify_pages"] == 4096
+
+
 def test_fill_mode(swapbench):
     doc = run_json(swapbench, "-q", "--mode", "fill", "-p", "2", "-s", "4M")
     assert doc["mode"] == "fill"
@@ -764,6 +781,8 @@ def test_lost_page_next_to_a_real_crash(swapbench):
     ["--test-lost-page", "x"], ["-s", "4M", "--test-lost-page", "10"],
     ["--fork-share", "--no-verify"], ["--survive-sigbus=1"],
     ["--reread", "--survive-sigbus"], ["--mode", "fill", "--reread"],
+    ["--thp-holes", "2"], ["--thp", "nohuge", "--thp-holes", "2"],
+    ["--thp", "madvise", "--thp-holes", "0"],
     ["-s", "4M", "--corrupt-page", "5:%d" % PAGE],
     ["-s", "4M", "--corrupt-page", "5:"],
     ["-s", "4M", "--corrupt-page", "5:x"],
