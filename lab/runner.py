@@ -508,6 +508,7 @@ def build_result(spec: CellSpec, setup: backends.Setup | None,
     res["kernel"]["cmdline"] = (kern.get("cmdline") or "").strip()
     res["firmware"] = dict(payload.get("firmware") or {},
                            requested=spec.guest.firmware)
+    res["rootfs"] = payload.get("rootfs")
     dev = payload.get("device")
     if dev:
         dev = dict(dev)

@@ -102,6 +102,9 @@ def test_backend_swaps(kernel, guest, lab_cache, tmp_path, backend):
     assert wl["status"] == "ok" and wl["mismatched_pages"] == 0
     assert wl["pswpin"] > 0
     assert r["kernel"]["release"].endswith(spec.identity)
+    # lab/qemu.py: the initramfs root cannot be swapped
+    assert r["rootfs"] == {"type": "ramfs"}
+    assert "rootfstype=ramfs" in r["kernel"]["cmdline"].split()
     assert r["accel"]["name"] in ("tcg", "kvm")
     assert res.console_log.stat().st_size > 0
     TIMINGS[backend] = {

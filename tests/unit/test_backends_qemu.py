@@ -55,7 +55,7 @@ def test_common_arguments(tmp_path):
     assert opt(argv, "-m") == [f"{GUEST.memory_mib}M"]
     assert "-no-reboot" in argv and "-nodefaults" in argv
     assert opt(argv, "-append") == ["console=ttyS0 panic=-1 rdinit=/init "
-                                    "quiet"]
+                                    "rootfstype=ramfs quiet"]
     assert "chardev:console" in opt(argv, "-serial")
     assert f"file,id=result,path={tmp_path}/result.frame" in \
         opt(argv, "-chardev")

@@ -233,14 +233,20 @@ def test_ssd_bandwidth_limit(tmp_path):
     src = serve(tmp_path, be, 64)
     try:
         c = Nbd(src.socket)
-        # 16 MiB at 100 MB/s: 168 ms even on 4 channels (moving 16 MiB
-        # through this client costs 25-90 ms of its own on a busy host)
-        t0 = time.perf_counter()
-        hs = {c.send(CMD_READ, i * 4 * MIB, 4 * MIB): 4 * MIB
-              for i in range(4)}
-        for _ in range(4):
-            c.reply(hs)
-        got = (time.perf_counter() - t0) * 1e3
+
+        def read_16_mib() -> float:
+            t0 = time.perf_counter()
+            hs = {c.send(CMD_READ, i * 4 * MIB, 4 * MIB): 4 * MIB
+                  for i in range(4)}
+            for _ in range(4):
+                c.reply(hs)
+            return (time.perf_counter() - t0) * 1e3
+
+        # 16 MiB at 100 MB/s: 168 ms even on 4 channels. Moving 16 MiB
+        # through this client costs 25-90 ms of its own on a busy host,
+        # and more while a kernel builds (334 ms seen once): the best of
+        # three keeps the cap, and no try may beat the model.
+        got = best_of(3, read_16_mib)
         assert 16 * MIB / 1e5 + 10 <= got <= 16 * MIB / 1e5 + 10 + 100
         c.close()
     finally:

@@ -31,9 +31,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "conf.h"
 #include "jw.h"
@@ -232,6 +234,32 @@ static void firmware_info(struct jw *w)
 			jw_str(w, "efi_platform_size", val);
 		else
 			jw_null(w, "efi_platform_size");
+	}
+	jw_end_obj(w);
+}
+
+/*
+ * What the root file system is. The lab boots with rootfstype=ramfs so
+ * that the initramfs (busybox, this agent, the workloads) cannot be
+ * swapped: on tmpfs its pages went out under the workload's pressure and
+ * came back as major faults and swap-ins the workload did not cause.
+ */
+static void rootfs_info(struct jw *w)
+{
+	struct statfs s;
+	char magic[32];
+
+	jw_obj(w, "rootfs");
+	if (statfs("/", &s) < 0) {
+		jw_null(w, "type");
+	} else if (s.f_type == RAMFS_MAGIC) {
+		jw_str(w, "type", "ramfs");
+	} else if (s.f_type == TMPFS_MAGIC) {
+		jw_str(w, "type", "tmpfs");
+	} else {
+		snprintf(magic, sizeof(magic), "0x%lx",
+			 (unsigned long)s.f_type);
+		jw_str(w, "type", magic);
 	}
 	jw_end_obj(w);
 }
@@ -616,6 +644,7 @@ int main(int argc, char **argv)
 	jw_bool(&w, "pid1", pid1);
 	kernel_info(&w);
 	firmware_info(&w);
+	rootfs_info(&w);
 	if (pid1) {
 		apply_settings(&w, &c);
 		t_settings = uptime_s();
