@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
-from lab import accel, runner, store
+from lab import accel, qemu, runner, store
 from lab.build import Build
 from lab.cache import atomic_write
 from lab.errors import LabError
@@ -59,8 +59,12 @@ def qemu_version() -> str:
 
 def inputs(matrix: Matrix, cell: Cell, build: Build, cache: Path) -> str:
     """The store's inputs hash, including what the matrix does not pin:
-    the workload and agent binaries and the calibration."""
-    extra = {"calibration": calibration(cache).decode(errors="replace")}
+    the workload and agent binaries, the calibration and the base kernel
+    command line."""
+    extra = {"calibration": calibration(cache).decode(errors="replace"),
+             # every guest's kernel command line starts with it: a result
+             # from another (rootfstype=tmpfs, say) is not this cell's
+             "base_cmdline": " ".join(qemu.BASE_CMDLINE)}
     for path in sorted(runner.WORKLOADS_BUILD.glob("*")) + sorted(
             (runner.REPO / "workloads/agent/build").glob("*")):
         if path.is_file():

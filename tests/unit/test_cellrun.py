@@ -1,0 +1,51 @@
+"""cellrun.inputs(): what makes a stored result reusable for a cell."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from lab import cellrun, qemu
+from lab.build import Build
+from lab.matrix import Cell, load_matrix
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    """A cache holding a calibration for the built swapbench, so that
+    inputs() does not measure one."""
+    if not cellrun.SWAPBENCH.is_file():
+        pytest.skip("swapbench not built (make -C workloads)")
+    digest = hashlib.sha256(cellrun.SWAPBENCH.read_bytes()).hexdigest()[:16]
+    cal = tmp_path / "calibration" / f"swapbench-{digest}.txt"
+    cal.parent.mkdir(parents=True)
+    cal.write_text("loops_per_us 100\n")
+    return tmp_path
+
+
+def inputs(cache: Path) -> str:
+    matrix = load_matrix(REPO / "matrix.yaml")
+    build = Build(variant="base", key="0123456789ab", release="6.1-base",
+                  tree="linux-source-6.1", tree_version="", commit="",
+                  patches=[], config_sha256="", compiler="", seconds=0.0,
+                  directory=str(cache))
+    return cellrun.inputs(matrix, Cell(1, "base", "nvme", "seq"), build,
+                          cache)
+
+
+def test_inputs_follow_the_base_cmdline(cache, monkeypatch):
+    ramfs = inputs(cache)
+    assert inputs(cache) == ramfs
+    monkeypatch.setattr(qemu, "BASE_CMDLINE", tuple(
+        w for w in qemu.BASE_CMDLINE if w != "rootfstype=ramfs"))
+    assert inputs(cache) != ramfs
+
+
+def test_inputs_follow_the_calibration(cache):
+    before = inputs(cache)
+    cal = next((cache / "calibration").glob("swapbench-*.txt"))
+    cal.write_text("loops_per_us 101\n")
+    assert inputs(cache) != before
