@@ -18,16 +18,19 @@ import time
 import warnings
 from pathlib import Path
 
-from lab.build import BuildFailed, Builder
+from lab import procs
 from lab.cache import cache_root, locked
+from lab.calibrate import dilation
 from lab.errors import LabError
-from lab.matrix import Matrix, describe, load_matrix
+from lab.guest import runner
+from lab.kernel.build import BuildFailed, Builder
+from lab.paths import REPO
 from lab.progress import Progress
-from lab.store import Store
-from lab import procs, reportdir, runner, tables
+from lab.results.store import Store
+from lab.spec.matrix import Matrix, describe, load_matrix
 
-DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
-CELLS = Path(__file__).resolve().parent / "cells"
+DEFAULT_MATRIX = REPO / "matrix.yaml"
+CELLS = REPO / "lab" / "cells"
 STOP_GRACE_S = 60      # for an interrupted matrix session to stop
 
 
@@ -236,19 +239,25 @@ def _boot(args: argparse.Namespace) -> int:
     variant = matrix.variants[args.variant]
     with locked(root):
         build = Builder(matrix, root).build(variant, Progress(variant.name))
-    return runner.boot(build, matrix.backends[args.backend], matrix.guest,
-                       shlex.join(command), cache=root,
-                       timeout_s=args.timeout, variant=variant,
-                       trace=args.trace)
+    backend = matrix.backends[args.backend]
+    return runner.boot(build, backend, matrix.guest, shlex.join(command),
+                       cache=root, timeout_s=args.timeout, variant=variant,
+                       trace=args.trace, dilated=dilation.factor_for(
+                           build, backend, matrix.guest, root))
 
+
+# The report stage loads numpy, scipy and matplotlib (about 1.5 s):
+# only the commands that report import it.
 
 def _compare(args: argparse.Namespace) -> int:
+    from lab.report import tables
     run = Store(cache_root(args.cache)).open(args.run)
     print(tables.compare_run(run, args.base, args.others, args.all))
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
+    from lab.report import reportdir
     run = Store(cache_root(args.cache)).open(args.run)
     paths = reportdir.build_report(run, args.out, args.all,
                                    pdf=not args.no_pdf)
@@ -257,6 +266,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _slides(args: argparse.Namespace) -> int:
+    from lab.report import reportdir
     run = Store(cache_root(args.cache)).open(args.run)
     for path in reportdir.slides_run(run, args.out, pdf=not args.no_pdf):
         print(path)

@@ -462,7 +462,7 @@ cycler(const struct opts *o, const char *dev, pid_t parent)
 		/* swap is off: nothing stops us before swapon */
 		if (!ret)
 			on_err = swapon_again(dev, cycle);
-		/* one string: lab/runner.py's SWAPCYCLE_RE parses it */
+		/* one string: lab/guest/runner.py's SWAPCYCLE_RE parses it */
 		klog("swapcycle: cycle=%" PRIu64 " swapoff=%s off_ms=%.3f swapon=%s push_ms=%.3f",
 		     cycle,
 		     ret ? errno_name(off_err, b1, sizeof(b1)) : "ok",

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from lab import cellrun, expect
 from lab.cache import DiskFull
-from lab.cells.conftest import PROPERTY, build_of, stop
-from lab.matrix import Cell
+from lab.session import cellrun
+from lab.session.plugin import PROPERTY, build_of, stop
+from lab.spec import expect
+from lab.spec.matrix import Cell
 
 
 def test_cell(cell: Cell, lab: dict[str, Any],

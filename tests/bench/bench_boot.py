@@ -19,10 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lab import runner  # noqa: E402
-from lab.build import Build, load_build, read_bzimage_release  # noqa: E402
 from lab.cache import cache_root  # noqa: E402
-from lab.matrix import Backend, Guest  # noqa: E402
+from lab.guest import runner  # noqa: E402
+from lab.kernel.build import Build, load_build, read_bzimage_release  # noqa: E402
+from lab.spec.matrix import Backend, Guest  # noqa: E402
 
 TARGET_S = 5.0
 DEV_KERNEL = Path("/tmp/k61/linux-source-6.1/.b/arch/x86/boot/bzImage")

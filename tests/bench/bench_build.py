@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lab.build import Builder  # noqa: E402
 from lab.cache import cache_root  # noqa: E402
-from lab.matrix import load_matrix  # noqa: E402
+from lab.kernel.build import Builder  # noqa: E402
 from lab.progress import Progress  # noqa: E402
+from lab.spec.matrix import load_matrix  # noqa: E402
 
 
 def build_all(matrix_file: Path, root: Path, names: list[str]) -> float:

@@ -25,11 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lab import devices, dilation  # noqa: E402
-from lab.build import Builder  # noqa: E402
 from lab.cache import cache_root, locked  # noqa: E402
-from lab.matrix import load_matrix  # noqa: E402
+from lab.calibrate import dilation  # noqa: E402
+from lab.guest import devices
+from lab.kernel.build import Builder  # noqa: E402
 from lab.progress import Progress  # noqa: E402
+from lab.spec.matrix import load_matrix  # noqa: E402
 # the guest test's guest, devices and probe, so both measure the same
 from tests.integration.test_devices_guest import (  # noqa: E402
     GUEST, MODEL_US as NVME_MODEL_US, NVME_PARAMS, ROT, nvme_model, probe)

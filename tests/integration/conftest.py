@@ -17,10 +17,10 @@ from typing import Iterator
 
 import pytest
 
-from lab.build import Build, Builder
 from lab.cache import cache_root, locked
-from lab.matrix import Matrix, load_matrix
+from lab.kernel.build import Build, Builder
 from lab.progress import Progress
+from lab.spec.matrix import Matrix, load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

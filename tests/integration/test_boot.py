@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import procs, runner
-from lab.build import Build, read_bzimage_release
-from lab.matrix import Backend, Guest
+from lab import procs
+from lab.guest import runner
+from lab.kernel.build import Build, read_bzimage_release
+from lab.spec.matrix import Backend, Guest
 
 
 pytestmark = pytest.mark.slow
@@ -102,7 +103,7 @@ def test_backend_swaps(kernel, guest, lab_cache, tmp_path, backend):
     assert wl["status"] == "ok" and wl["mismatched_pages"] == 0
     assert wl["pswpin"] > 0
     assert r["kernel"]["release"].endswith(spec.identity)
-    # lab/qemu.py: the initramfs root cannot be swapped
+    # lab/guest/qemu.py: the initramfs root cannot be swapped
     assert r["rootfs"] == {"type": "ramfs"}
     assert "rootfstype=ramfs" in r["kernel"]["cmdline"].split()
     assert r["accel"]["name"] in ("tcg", "kvm")

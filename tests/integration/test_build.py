@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from lab import tree
-from lab.build import (Build, Builder, BuildFailed, patches_of,
+from lab.kernel import tree
+from lab.kernel.build import (Build, Builder, BuildFailed, patches_of,
                        read_bzimage_release)
-from lab.matrix import Matrix, load_matrix
 from lab.progress import Progress
+from lab.spec.matrix import Matrix, load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import figures, slides, upstream
-from lab.store import Store
+from lab.report import figures, slides, upstream
+from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import devices, dilation, runner
-from lab.build import Build
-from lab.matrix import Backend, Guest
+from lab.calibrate import dilation
+from lab.guest import devices, runner
+from lab.kernel.build import Build
+from lab.spec.matrix import Backend, Guest
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import qemu, runner
-from lab.build import Build
-from lab.matrix import Backend, Guest
+from lab.guest import qemu, runner
+from lab.kernel.build import Build
+from lab.spec.matrix import Backend, Guest
 
 pytestmark = pytest.mark.slow
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from lab import procs
-from lab.build import Build
-from lab.store import Run, Store, StoreWarning
+from lab.kernel.build import Build
+from lab.results.store import Run, Store, StoreWarning
 from tests.integration.conftest import cell_session
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.build import Build
-from lab.store import Store
+from lab.kernel.build import Build
+from lab.results.store import Store
 from tests.integration.conftest import cell_session
 from tests.integration.test_build import BROKEN
 

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from lab import runner
-from lab.build import Build, Builder
 from lab.cache import cache_root, locked
-from lab.matrix import Guest, Matrix
+from lab.calibrate import dilation
+from lab.guest import runner
+from lab.kernel.build import Build, Builder
 from lab.progress import Progress
+from lab.spec.matrix import Guest, Matrix
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +67,8 @@ def boot_result(matrix: Matrix, build: Build, backend: str, tmp: Path,
         backend=matrix.backends[backend], guest=guest, argv=argv,
         out_dir=tmp / f"{build.variant}-{backend}", timeout_s=600,
         sysfs={**THP_ON, **(sysfs or {})})
-    res = runner.run_cell(spec, cache_root())
+    res = runner.run_cell(dilation.prepared(spec, cache_root()),
+                          cache_root())
     assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
     assert res.result["workload"]["result"]["total"]["mismatches"] == 0
     return res.result
@@ -303,7 +305,8 @@ def knob_cell(matrix: Matrix, build: Build, tmp: Path,
         backend=matrix.backends["nvme"], guest=GUEST,
         argv=["swapbench", "--size", "4M", "--passes", "1", "-q"],
         out_dir=tmp, timeout_s=300, sysfs=sysfs)
-    return runner.run_cell(spec, cache_root())
+    return runner.run_cell(dilation.prepared(spec, cache_root()),
+                           cache_root())
 
 
 # The knobs the series of issue 10 add, each with a value its write must

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from lab import accel, backends, qemu
 from lab.errors import LabError
-from lab import matrix as mx
-from lab.matrix import Backend, Guest
-from lab.yamlsrc import load
+from lab.guest import accel, backends, qemu
+from lab.spec import matrix as mx
+from lab.spec.matrix import Backend, Guest
+from lab.spec.yamlsrc import load
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from lab import build as build_mod
-from lab import debian, tree
-from lab.build import (Build, Builder, input_digest, last_errors,
+from lab.kernel import build as build_mod
+from lab.kernel import debian, tree
+from lab.kernel.build import (Build, Builder, input_digest, last_errors,
                        load_build, object_dir_name, read_bzimage_release)
 from lab.cache import atomic_write, locked
 from lab.errors import LabError
-from lab.matrix import load_matrix
 from lab.progress import Progress
+from lab.spec.matrix import load_matrix
 from tests.unit.test_matrix import make_tree
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import cellrun, qemu
-from lab.build import Build
-from lab.matrix import Cell, load_matrix
+from lab.guest import qemu
+from lab.kernel.build import Build
+from lab.session import cellrun
+from lab.spec.matrix import Cell, load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import devices
 from lab.errors import LabError
-from lab.matrix import Backend, Guest
+from lab.guest import devices
+from lab.spec.matrix import Backend, Guest
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/usr/bin/nbdkit"), reason="nbdkit not installed")

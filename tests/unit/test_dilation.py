@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import dilation
+from lab.calibrate import dilation
 
 DATA = json.loads((Path(__file__).parent.parent / "data" /
                    "dilation.json").read_text())

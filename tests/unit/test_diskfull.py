@@ -21,12 +21,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from lab import runner
 from lab.cache import DiskFull, atomic_write, temp_name
-from lab.cells.conftest import PROPERTY, StoreWriter
 from lab.errors import LabError
-from lab.matrix import Cell, Matrix, load_matrix
-from lab.store import Run, Store, StoreWarning
+from lab.guest import runner
+from lab.results.store import Run, Store, StoreWarning
+from lab.session.plugin import PROPERTY, StoreWriter
+from lab.spec.matrix import Cell, Matrix, load_matrix
 from tests.unit.test_store import MATRIX, ok_result, provenance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,8 +69,8 @@ import json, resource, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from lab.cache import DiskFull
-from lab.matrix import Cell, Matrix, load_matrix
-from lab.store import Run
+from lab.results.store import Run
+from lab.spec.matrix import Cell, Matrix, load_matrix
 root = Path({run!r})
 run = Run(root, json.loads((root / "manifest.json").read_text()))
 doc = json.loads(Path({doc!r}).read_text())
@@ -169,8 +169,8 @@ import json, sys, warnings
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from lab.cache import DiskFull
-from lab.matrix import load_matrix
-from lab.store import Store, StoreWarning
+from lab.results.store import Store, StoreWarning
+from lab.spec.matrix import load_matrix
 from tests.unit.test_store import ok_result, provenance
 m = load_matrix(Path({matrix!r}))
 run = Store(Path({mount!r}) / "cache").create(m, "quick", m.cells("quick"))

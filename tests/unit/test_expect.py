@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from lab import expect
 from lab.errors import MatrixError
-from lab.matrix import load_matrix
-from lab.store import Store
-from lab.yamlsrc import Node
+from lab.results.store import Store
+from lab.spec import expect
+from lab.spec.matrix import load_matrix
+from lab.spec.yamlsrc import Node
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = ROOT / "tests" / "data"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import figures
-from lab.store import Store
+from lab.report import figures
+from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import frame, initramfs
-from lab.frame import FrameError
+from lab.guest import frame, initramfs
+from lab.guest.frame import FrameError
 
 PAYLOAD = {"schema": "swaplab-agent/1", "cell": "c1",
            "kernel": {"release": "6.1.192-base-0123456789ab"},

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from lab import initramfs
 from lab.errors import LabError
-from lab.initramfs import Cpio
+from lab.guest import initramfs
+from lab.guest.initramfs import Cpio
 
 
 def read_newc(data: bytes) -> list[tuple[str, int, bytes]]:

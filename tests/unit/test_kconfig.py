@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import kconfig
 from lab.errors import LabError
+from lab.kernel import kconfig
 
 KCONFIG = """\
 config ZONE_DEVICE

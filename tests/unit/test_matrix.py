@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from lab.errors import MatrixError
-from lab.expect import Condition
-from lab.matrix import Cell, describe, load_matrix
+from lab.spec.expect import Condition
+from lab.spec.matrix import Cell, describe, load_matrix
 
 GOOD = """\
 version: 1
@@ -290,8 +290,8 @@ def test_repository_debug_matrix_stays_out_of_research_runs() -> None:
 
 def test_variant_timeout_scale(tmp_path: Path) -> None:
     """A slow (debug) kernel stretches its cells' timeouts, nothing else."""
-    from lab import runner
-    from lab.build import Build
+    from lab.guest import runner
+    from lab.kernel.build import Build
     slow = GOOD.replace("    sysctl: {vm.page-cluster: 3}\n",
                         "    sysctl: {vm.page-cluster: 3}\n"
                         "    timeout_scale: 2.5\n", 1)

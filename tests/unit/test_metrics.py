@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import frame
-from lab.matrix import Cell
-from lab.metrics import HIGHER, LOWER, NEUTRAL, cell_metrics, gather
-from lab.store import CellRecord
+from lab.guest import frame
+from lab.results.metrics import HIGHER, LOWER, NEUTRAL, cell_metrics, gather
+from lab.results.store import CellRecord
+from lab.spec.matrix import Cell
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RUN = DATA / "results" / "fixture-run"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import reliability, reportdir
-from lab.figures import Results
-from lab.store import Store
+from lab.report import reliability, reportdir
+from lab.report.figures import Results
+from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 GIB = 1 << 30

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import accel, backends, frame, runner
-from lab.build import Build
 from lab.errors import LabError
-from lab.matrix import Backend, Guest
+from lab.guest import accel, backends, frame, runner
+from lab.kernel.build import Build
+from lab.spec.matrix import Backend, Guest
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REAL = DATA / "guest-nvme.frame"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import figures, slides, upstream
-from lab.figures import gain, what
-from lab.tables import pivots
-from lab.store import Store
+from lab.report import figures, slides, upstream
+from lab.report.figures import gain, what
+from lab.report.tables import pivots
+from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -139,7 +139,7 @@ def test_numbers_in_claims_match_the_statistics(made):
             m = said[(what(x), x.backend)]
             assert m["pct"] == f"{x.change.pct:+.0f}"
             assert m["dir"] == ("better" if gain(x)[0] > 0 else "worse")
-            # The pair's statistics are lab.stats' against the baseline.
+            # The pair's statistics are lab.results.stats' against the baseline.
             row = res.row(x.workload, x.backend, x.metric, x.with_)
             assert x.without == "base"
             assert row.change.pct == pytest.approx(x.change.pct)

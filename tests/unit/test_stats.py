@@ -7,8 +7,8 @@ import random
 import pytest
 from scipy import stats as sps
 
-from lab.metrics import HIGHER, LOWER, NEUTRAL, MetricInfo
-from lab.stats import (analyze, compare, expanded_confidence, noise,
+from lab.results.metrics import HIGHER, LOWER, NEUTRAL, MetricInfo
+from lab.results.stats import (analyze, compare, expanded_confidence, noise,
                        summarize, welch)
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import store as store_mod
 from lab.errors import LabError
-from lab.matrix import Cell, load_matrix
-from lab.store import (PROVENANCE, Store, StoreWarning, check_provenance,
+from lab.results import store as store_mod
+from lab.spec.matrix import Cell, load_matrix
+from lab.results.store import (PROVENANCE, Store, StoreWarning, check_provenance,
                        host_cpu_model, inputs_hash)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -151,8 +151,8 @@ KILLER = """\
 import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from lab.matrix import Cell
-from lab.store import Run
+from lab.results.store import Run
+from lab.spec.matrix import Cell
 import json
 root = Path({run!r})
 run = Run(root, json.loads((root / "manifest.json").read_text()))

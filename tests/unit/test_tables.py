@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import metrics, reportdir, stats, tables
 from lab.errors import LabError
-from lab.store import Store
+from lab.report import reportdir, tables
+from lab.results import metrics, stats
+from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 LINE = ("matrix matrix.yaml (sha256 efefefefefef), sub-matrix fixture, "

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import tree
 from lab.errors import LabError
+from lab.kernel import tree
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -204,7 +204,7 @@ KILL_AT_COMMIT = """\
 import os, signal, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from lab import tree
+from lab.kernel import tree
 tree.SRC_DIR = Path({src!r})
 tree.debian.ensure_installed = lambda pkgs: None
 tree.debian.installed_version = lambda pkg: "0.0-1"

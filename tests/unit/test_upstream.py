@@ -8,12 +8,12 @@ from typing import Mapping
 
 import pytest
 
-from lab import figures, upstream
-from lab.matrix import load_matrix
-from lab.metrics import HIGHER, MetricInfo, Samples
-from lab.stats import analyze
-from lab.store import Store
-from lab.tables import Source
+from lab.report import figures, upstream
+from lab.report.tables import Source
+from lab.results.metrics import HIGHER, MetricInfo, Samples
+from lab.results.stats import analyze
+from lab.results.store import Store
+from lab.spec.matrix import load_matrix
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MATRIX = load_matrix(upstream.DEFAULT_MATRIX)

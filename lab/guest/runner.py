@@ -41,15 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from lab import accel as accel_mod
-from lab import backends, devices, dilation, initramfs, procs, qemu
-from lab.build import Build
+from lab import procs
 from lab.cache import atomic_write, cache_root, write_error
 from lab.errors import LabError
-from lab.frame import FrameError, parse
-from lab.matrix import Backend, Cell, Guest, Matrix, Variant
+from lab.guest import accel as accel_mod
+from lab.guest import backends, devices, initramfs, qemu
+from lab.guest.frame import FrameError, parse
+from lab.kernel.build import Build
+from lab.paths import REPO
+from lab.spec.matrix import Backend, Cell, Guest, Matrix, Variant
 
-REPO = Path(__file__).resolve().parent.parent
 WORKLOADS_BUILD = REPO / "workloads" / "build"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
 SCHEMAS = {"swapbench": "swapbench/3", "swaplab-memtest": "swaplab-memtest/1"}
@@ -118,6 +119,9 @@ class CellSpec:
     boot_allowance_s: int = BOOT_ALLOWANCE_S
     labels: dict[str, Any] = field(default_factory=dict)   # into result
     keep_images: bool = False               # keep the disk image after
+    # The device model's time dilation (lab.calibrate.dilation), measured
+    # before the boot; required when the backend asks for `auto`.
+    dilation: dict[str, Any] | None = None
 
     @property
     def identity(self) -> str:
@@ -597,8 +601,12 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
         acc = acc or choose_accel(spec.build, cache)
         image_dir = cache / "images" / spec.cell_id
         if devices.needs_factor(spec.backend):
-            dilated = dilation.cached_factor(spec.build, cache, acc,
-                                             spec.guest)
+            if spec.dilation is None:
+                raise LabError(
+                    f"backend {spec.backend.name!r} has dilation: auto, "
+                    "but no factor was measured for this boot "
+                    "(lab.calibrate.dilation.prepared)")
+            dilated = spec.dilation
         source = model.enter_context(devices.running(
             spec.backend, spec.guest, image_dir,
             dilated["factor"] if dilated else None,
@@ -700,7 +708,8 @@ def boot(build: Build, backend: Backend, guest: Guest, command: str,
          variant: Variant | None = None, out: IO[str] | None = None,
          expect_suffix: str | None = None,
          workloads_dir: Path | None = WORKLOADS_BUILD,
-         trace: bool = False) -> int:
+         trace: bool = False,
+         dilated: dict[str, Any] | None = None) -> int:
     """Boot `build` with swap on `backend`, run `command` (busybox sh -c)
     on the guest console, print the console; the command's exit status
     (128+N for a signal; 255 when the guest failed to run it). The
@@ -717,7 +726,7 @@ def boot(build: Build, backend: Backend, guest: Guest, command: str,
         sysfs=dict(variant.sysfs) if variant else {},
         sysctl=dict(variant.sysctl) if variant else {},
         interactive=True, expect_suffix=expect_suffix,
-        workloads_dir=workloads_dir, trace=trace)
+        workloads_dir=workloads_dir, trace=trace, dilation=dilated)
     res = run_cell(spec, cache, echo=out)
     wl = res.result.get("workload") or {}
     if res.reason in (None, "workload-error", "integrity-error", "oom") \

@@ -8,7 +8,7 @@ pair separates (thp-stage1 when the run has thp-stage2 and base but not
 thp-stage1) become one candidate together: the data cannot tell them
 apart, and the report says so.
 
-Effects are lab.stats.compare of the pair's repeats on each workload's
+Effects are lab.results.stats.compare of the pair's repeats on each workload's
 throughput and p99 fault latency. Ranking, best first:
   1. no kernel complaints (warn, bug, oops ...) the variant without the
      series did not have;
@@ -25,16 +25,15 @@ from __future__ import annotations
 import html
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Mapping, Sequence
 
-from lab.cellrun import complaints
-from lab.figures import Results, gain, pct_text, what
-from lab.matrix import Matrix, Variant, load_matrix, parse_matrix
-from lab.stats import Change, compare
-from lab.store import Run
+from lab.paths import REPO
+from lab.report.figures import Results, gain, pct_text, what
+from lab.results.stats import Change, compare
+from lab.results.store import Run
+from lab.session.cellrun import complaints
+from lab.spec.matrix import Matrix, Variant, load_matrix, parse_matrix
 
-REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MATRIX = REPO / "matrix.yaml"
 
 

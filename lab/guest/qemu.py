@@ -10,9 +10,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab.accel import QEMU, Accel
-from lab.backends import Setup
 from lab.errors import LabError
+from lab.guest.accel import QEMU, Accel
+from lab.guest.backends import Setup
 
 RESULT_PORT = "org.swaplab.result"
 # rootfstype=ramfs: the initramfs root is ramfs, not tmpfs, so the

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from lab.cache import atomic_write
 from lab.errors import LabError
+from lab.paths import REPO
 
 RECIPE = "swaplab-initramfs-1"
-REPO = Path(__file__).resolve().parent.parent
 AGENT_DIR = REPO / "workloads" / "agent"
 AGENT = AGENT_DIR / "build" / "swaplab-agent"
 BUSYBOX = Path("/bin/busybox")

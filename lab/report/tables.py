@@ -15,9 +15,9 @@ from typing import Iterable, Mapping, Sequence
 
 from lab.cache import atomic_write
 from lab.errors import LabError
-from lab.metrics import HIGHER, LATENCY_FIELDS, LOWER, gather
-from lab.stats import BOOTSTRAP_MIN_N, CONFIDENCE, MIN_N, Row, analyze
-from lab.store import Run
+from lab.results.metrics import HIGHER, LATENCY_FIELDS, LOWER, gather
+from lab.results.stats import BOOTSTRAP_MIN_N, CONFIDENCE, MIN_N, Row, analyze
+from lab.results.store import Run
 
 MARK_SIGNIFICANT, MARK_FEW = "*", "?"
 LEGEND = (f"{MARK_SIGNIFICANT} significant: the {CONFIDENCE:.0%} confidence "

@@ -1,7 +1,7 @@
 """Figures of a run (matplotlib, Agg): PNG and SVG per figure.
 
 Every figure states its finding in the title, computed from the
-statistics (lab.stats via Results), labels its axes with units and
+statistics (lab.results.stats via Results), labels its axes with units and
 carries the run's provenance in small print. Results is the one place
 the figures, the recommendation and the slides read a run from.
 
@@ -25,10 +25,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
 from matplotlib.colors import TwoSlopeNorm, to_rgb  # noqa: E402
 
-from lab.metrics import HIGHER, LATENCY_FIELDS, LOWER, Samples, gather  # noqa: E402,E501
-from lab.stats import CONFIDENCE, Row, analyze  # noqa: E402
-from lab.store import CellRecord, Run  # noqa: E402
-from lab.tables import Source  # noqa: E402
+from lab.report.tables import Source  # noqa: E402
+from lab.results.metrics import HIGHER, LATENCY_FIELDS, LOWER, Samples, gather  # noqa: E402,E501
+from lab.results.stats import CONFIDENCE, Row, analyze  # noqa: E402
+from lab.results.store import CellRecord, Run  # noqa: E402
 
 # swapbench's group names: the measured group of each mode (combined mode's
 # background group only makes the pressure, "total" mixes the two).

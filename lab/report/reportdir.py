@@ -13,15 +13,16 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from lab import reliability
 from lab.cache import atomic_write
-from lab.figures import Figure, Results, write_figures
-from lab.slides import write_deck
-from lab.store import Run
-from lab.tables import write_report
-from lab.upstream import html_page, markdown, recommend, run_matrix
+from lab.paths import REPO
+from lab.report import reliability
+from lab.report.figures import Figure, Results, write_figures
+from lab.report.slides import write_deck
+from lab.report.tables import write_report
+from lab.report.upstream import html_page, markdown, recommend, run_matrix
+from lab.results.store import Run
 
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
+REPORTS = REPO / "reports"
 
 
 def default_dest(run: Run) -> Path:

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from lab.cache import atomic_write
 from lab.errors import LabError
-from lab.matrix import Cell, Matrix
+from lab.spec.matrix import Cell, Matrix
 
 RUN_SCHEMA = "swaplab-run/1"
 CELL_SCHEMA = "swaplab-result/1"

@@ -15,11 +15,13 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
-from lab import accel, qemu, runner, store
-from lab.build import Build
 from lab.cache import atomic_write
+from lab.calibrate import dilation
 from lab.errors import LabError
-from lab.matrix import Cell, Matrix
+from lab.guest import accel, qemu, runner
+from lab.kernel.build import Build
+from lab.results import store
+from lab.spec.matrix import Cell, Matrix
 
 SWAPBENCH = runner.WORKLOADS_BUILD / "swapbench"
 CALIBRATION_US = 24
@@ -107,7 +109,8 @@ def execute(matrix: Matrix, cell: Cell, build: Build, out_dir: Path,
             cache: Path) -> tuple[runner.CellResult, dict[str, Any]]:
     """Boot the cell; its result and provenance (never raises for what
     the guest does)."""
-    spec = runner.cell_spec(matrix, cell, build, out_dir)
+    spec = dilation.prepared(runner.cell_spec(matrix, cell, build, out_dir),
+                             cache)
     spec.extra_files[GUEST_CALIBRATION] = calibration(cache)
     started = store.now_utc()
     res = runner.run_cell(spec, cache)

@@ -25,9 +25,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import debian
 from lab.cache import atomic_write
 from lab.errors import LabError
+from lab.kernel import debian
 
 SRC_DIR = Path("/usr/src")      # where linux-source-* put their tarball
 

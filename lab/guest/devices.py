@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from lab import procs
 from lab.errors import LabError
-from lab import initramfs, procs
-from lab.matrix import FAULT_RATES, MODELS, Backend, Guest
+from lab.guest import initramfs
+from lab.paths import REPO
+from lab.spec.matrix import FAULT_RATES, MODELS, Backend, Guest
 
-REPO = Path(__file__).resolve().parent.parent
 DEVMODEL_DIR = REPO / "lab" / "devmodel"
 FILTER = DEVMODEL_DIR / "build" / "devmodel.so"
 PROBE = DEVMODEL_DIR / "build" / "swaplab-probe"
@@ -155,7 +156,7 @@ def nominal(params: dict[str, Any], model: str) -> dict[str, float]:
 @dataclass
 class ModelSource:
     """A sparse image served by nbdkit through the devmodel filter; a
-    BlockSource (lab.backends). prepare() starts nbdkit, close() stops it.
+    BlockSource (lab.guest.backends). prepare() starts nbdkit, close() stops it.
     """
     path: Path
     size_mib: int
@@ -268,14 +269,14 @@ def injected_faults(log: Path | None) -> dict[str, int] | None:
 def scale_for(backend: Backend, factor: float | None) -> tuple[float,
                                                                dict]:
     """The delay scale and what to record: `factor` is the measured
-    dilation (lab.dilation) and is needed only for `dilation: auto`."""
+    dilation (lab.calibrate.dilation) and is needed only for `dilation: auto`."""
     setting = dilation_setting(backend)
     if setting == "off":
         return 1.0, {"setting": "off", "factor": factor, "scale": 1.0}
     if setting == "auto":
         if factor is None or not factor > 0:
             raise LabError(f"backend {backend.name}: dilation auto needs "
-                           "a measured factor (lab.dilation)")
+                           "a measured factor (lab.calibrate.dilation)")
         return float(factor), {"setting": "auto", "factor": factor,
                                "scale": float(factor)}
     return float(setting), {"setting": "fixed", "factor": factor,

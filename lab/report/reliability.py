@@ -15,10 +15,10 @@ from typing import Any, Iterable, Mapping
 
 import matplotlib.pyplot as plt
 
-from lab.cellrun import complaints, workload_doc
-from lab.figures import Figure, Results, colours_of, finish
-from lab.metrics import GIB, PAGE
-from lab.store import CellRecord
+from lab.report.figures import Figure, Results, colours_of, finish
+from lab.results.metrics import GIB, PAGE
+from lab.results.store import CellRecord
+from lab.session.cellrun import complaints, workload_doc
 
 
 @dataclass

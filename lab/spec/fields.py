@@ -11,7 +11,7 @@ import re
 from typing import Any, Callable, TypeVar
 
 from lab.errors import MatrixError
-from lab.yamlsrc import Node, kind_name
+from lab.spec.yamlsrc import Node, kind_name
 
 T = TypeVar("T")
 

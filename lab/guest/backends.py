@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lab.errors import LabError
-from lab.matrix import Backend, Guest
+from lab.spec.matrix import Backend, Guest
 
 NODE = "swapdisk"          # block node name of the device's top node
 MIB = 1 << 20
@@ -156,7 +156,7 @@ def rotational(backend: Backend, guest: Guest, image_dir: Path,
     if rate < 2:
         raise LabError(f"backend {backend.name}: rotation_rate {rate} "
                        "would make the disk non-rotational (use >= 1025)")
-    # a device model (lab.devices) replaces the throttle stand-in
+    # a device model (lab.guest.devices) replaces the throttle stand-in
     modelled = str(backend.params.get("model", "none")) != "none"
     objs, top = throttled(src, 0 if modelled else
                           _int(backend, "throttle_iops", 0),

@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from lab.fields import expected
-from lab.yamlsrc import Node
+from lab.spec.fields import expected
+from lab.spec.yamlsrc import Node
 
 if TYPE_CHECKING:
-    from lab.matrix import Cell, Rule
+    from lab.spec.matrix import Cell, Rule
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt,

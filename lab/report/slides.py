@@ -8,7 +8,7 @@ evidence continued on the next when it does not fit), the matrix at a
 glance, the recommendation, the full tables as backup.
 
 Every number on a slide is rendered from a statistic and tagged with
-data-* attributes naming it, so tests can check each against lab.stats.
+data-* attributes naming it, so tests can check each against lab.results.stats.
 """
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from typing import Callable, Literal, Sequence
 
 from lab.cache import atomic_write
 from lab.errors import LabError
-from lab.figures import Figure, Results, gain, what
-from lab.stats import CONFIDENCE
-from lab.tables import LEGEND, pivots
-from lab.upstream import (Candidate, Effect, Recommendation, evidence,
+from lab.report.figures import Figure, Results, gain, what
+from lab.report.tables import LEGEND, pivots
+from lab.results.stats import CONFIDENCE
+from lab.report.upstream import (Candidate, Effect, Recommendation, evidence,
                           verdict)
 
 e = html.escape
@@ -420,7 +420,7 @@ def recommendation_slide(rec: Recommendation) -> Slide:
 
 
 def backup_slides(res: Results) -> list[Slide]:
-    """The report's pivot tables (lab.tables.pivots), in columns of
+    """The report's pivot tables (lab.report.tables.pivots), in columns of
     BACKUP_ROWS rows, two columns a slide, as many slides as they need."""
     columns: list[list[str]] = [[]]
     used = 0

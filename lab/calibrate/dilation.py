@@ -24,6 +24,7 @@ Two ways to get a guest figure:
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import statistics
@@ -32,8 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lab import devices
 from lab.errors import LabError
+from lab.guest import devices, runner
+from lab.spec.matrix import Backend, Guest
 
 KEY = "load_ns_per_word"
 FIELDS = ("alu_ns_per_iter", "load_ns_per_word", "mem_ns_per_iter",
@@ -124,8 +126,6 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
     within `tolerance` (at most `max_boots`, default 2 * boots); the
     factor is their median. Every boot's factor is recorded, and
     `settled` says whether agreement was reached."""
-    from lab import runner                  # runner imports backends
-    from lab.matrix import Backend, Guest
     devices.build_programs()
     guest = guest or Guest(memory_mib=256, vcpus=2, swap_mib=64,
                            firmware="seabios", cmdline="")
@@ -183,7 +183,6 @@ def cached_factor(build, cache: Path, acc=None, guest=None,
     record expires and a fresh lab run re-measures. Three boots that
     agree, not one: a single boot the host disturbed read 8.2 where
     undisturbed ones read 5.4, and every NVMe delay is scaled by it."""
-    from lab import runner
     acc = acc or runner.choose_accel(build, cache)
     vcpus = guest.vcpus if guest else 2
     path = cache / "dilation" / f"{getattr(acc, 'name', 'x')}-{vcpus}.json"
@@ -198,3 +197,22 @@ def cached_factor(build, cache: Path, acc=None, guest=None,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rec, indent=1) + "\n")
     return rec
+
+
+def factor_for(build: Any, backend: Backend, guest: Guest, cache: Path,
+               acc: Any = None) -> dict[str, Any] | None:
+    """The dilation record a boot on `backend` needs (cached_factor),
+    or None where its device model has a fixed factor or none."""
+    if not devices.needs_factor(backend):
+        return None
+    return cached_factor(build, cache, acc, guest)
+
+
+def prepared(spec: runner.CellSpec, cache: Path,
+             acc: Any = None) -> runner.CellSpec:
+    """`spec` with the dilation factor its backend needs, measured
+    before the boot."""
+    if spec.dilation is not None:
+        return spec
+    return dataclasses.replace(spec, dilation=factor_for(
+        spec.build, spec.backend, spec.guest, cache, acc))

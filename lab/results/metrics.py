@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from lab.store import CellRecord
+from lab.results.store import CellRecord
 
 HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
 GIB = 1 << 30

@@ -5,7 +5,7 @@ variants (tree + ordered patch series + fragments + boot and runtime
 settings), swap backends, workloads, the guest shape, the baseline and
 named sub-matrices. A sub-matrix expands to cells: variant x backend x
 workload x repeat, filtered by `only` and `exclude` rules. `expect`
-rules say which counters each matching cell must move (lab/expect.py).
+rules say which counters each matching cell must move (lab/spec/expect.py).
 """
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import expect
 from lab.errors import MatrixError
-from lab.expect import Expectation
-from lab.fields import (Fields, as_bool, as_int, as_number, as_list, as_name, as_names,
+from lab.spec import expect
+from lab.spec.expect import Expectation
+from lab.spec.fields import (Fields, as_bool, as_int, as_number, as_list, as_name, as_names,
                         as_settings, as_size_mib, as_str, expected)
-from lab.yamlsrc import Node, load
+from lab.spec.yamlsrc import Node, load
 
 BACKEND_KINDS = ("rotational", "nvme", "pmem")
 FIRMWARES = ("seabios", "ovmf")

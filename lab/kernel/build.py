@@ -23,11 +23,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lab import debian, kconfig, procs, tree
+from lab import procs
 from lab.cache import atomic_write
 from lab.errors import LabError
-from lab.matrix import Matrix, Variant
+from lab.kernel import debian, kconfig, tree
 from lab.progress import Progress
+from lab.spec.matrix import Matrix, Variant
 
 # Bump when the way a kernel is built changes, to invalidate old builds.
 RECIPE = "swaplab-build-1"

@@ -1,0 +1,2 @@
+"""Stage 4: host calibrations computed before a boot and passed in
+(time dilation of the device models)."""

@@ -1,0 +1,2 @@
+"""Stage 7: what a run says: tables, figures, slides, the upstream-first
+ranking, reliability, and the report directory."""

@@ -1,0 +1,1 @@
+"""Stage 5: the result store, metric extraction and statistics."""

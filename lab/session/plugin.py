@@ -1,0 +1,181 @@
+"""The pytest plugin that runs a sub-matrix: each cell is one test item
+(lab/cells/conftest.py hands its hooks to pytest).
+
+    /usr/bin/python3 -m pytest lab/cells --matrix quick [-k nvme] [-n 2]
+
+Items are the cells of the sub-matrix (or of `--matrix FILE`'s quick),
+in run order: repeat 1 of every variant before repeat 2 of any. The
+controller owns the result store: workers (pytest-xdist, local or
+`--tx ssh=...`) attach each cell's result to their test report and the
+controller saves it from `pytest_runtest_logreport`, so results from
+every worker end up in one store. A cell with a stored result of the same
+inputs is skipped (`--rerun` runs it again).
+
+Ctrl-C or SIGTERM stops the session: the running cell's QEMU and device
+model are stopped (lab.guest.runner), nothing is stored for it, and the next
+session resumes the run with the unfinished cells. A full results disk
+stops the session too, with a message naming the file.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab import procs
+from lab.cache import DiskFull, cache_root, locked
+from lab.errors import LabError
+from lab.kernel.build import Build, BuildFailed, Builder
+from lab.paths import REPO
+from lab.progress import Progress
+from lab.results import store
+from lab.spec.matrix import Cell, Matrix, load_matrix
+
+PROPERTY = "swaplab-cell"
+STATE = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("swaplab")
+    group.addoption("--matrix", default="quick",
+                    help="sub-matrix name, or a matrix FILE (its 'quick')")
+    group.addoption("--matrix-file", default=str(REPO / "matrix.yaml"),
+                    help="the matrix file holding the sub-matrix")
+    group.addoption("--lab-cache", default=None, help="cache directory")
+    group.addoption("--rerun", action="store_true",
+                    help="run cells again even when a result exists")
+    group.addoption("--new-run", action="store_true",
+                    help="start a new run instead of resuming the latest")
+    group.addoption("--run-id-file", default=None,
+                    help="write the run's id to this file (lab run "
+                    "reports that run, not whatever run is latest)")
+
+
+def _selection(config: pytest.Config) -> tuple[Matrix, str]:
+    choice = config.getoption("--matrix")
+    if choice.endswith((".yaml", ".yml")) or Path(choice).is_file():
+        return load_matrix(Path(choice).resolve()), "quick"
+    return load_matrix(Path(config.getoption("--matrix-file"))), choice
+
+
+def _open_run(st: store.Store, matrix: Matrix, sub: str,
+              cells: list[Cell], fresh: bool) -> store.Run:
+    """Resume the latest run of this sub-matrix when the matrix file is
+    unchanged, so finished cells are reused; else start a new one."""
+    digest = store.sha256_file(matrix.file)
+    if not fresh:
+        for run_id in reversed(st.ids()):
+            run = st.open(run_id)
+            m = run.manifest.get("matrix", {})
+            if m.get("submatrix") == sub and m.get("sha256") == digest:
+                run.remove_partial()
+                return run
+    return st.create(matrix, sub, cells)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        matrix, sub = _selection(config)
+        cells = matrix.cells(sub)
+    except LabError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    cache = cache_root(config.getoption("--lab-cache"))
+    state: dict[str, Any] = {"matrix": matrix, "sub": sub, "cells": cells,
+                             "cache": cache, "builds": {}}
+    st = store.Store(cache)
+    procs.interrupt_on()            # SIGTERM, SIGHUP: stop like Ctrl-C
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        state["run"] = st.open(worker["swaplab_run"])
+    else:
+        state["run"] = _open_run(st, matrix, sub, cells,
+                                 config.getoption("--new-run"))
+        id_file = config.getoption("--run-id-file")
+        if id_file:
+            Path(id_file).write_text(state["run"].id + "\n")
+        config.pluginmanager.register(StoreWriter(state["run"]),
+                                      "swaplab-store")
+    config.stash[STATE] = state
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: tell each worker which run it contributes to."""
+    node.workerinput["swaplab_run"] = node.config.stash[STATE]["run"].id
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cell" in metafunc.fixturenames:
+        cells = metafunc.config.stash[STATE]["cells"]
+        metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    s = config.stash[STATE]
+    return [f"swaplab: matrix {s['matrix'].file} sub-matrix {s['sub']}: "
+            f"{len(s['cells'])} cells; run {s['run'].id} in {s['cache']}"]
+
+
+@pytest.fixture(scope="session")
+def lab(pytestconfig: pytest.Config) -> dict[str, Any]:
+    return pytestconfig.stash[STATE]
+
+
+def build_of(lab: dict[str, Any], variant: str) -> Build:
+    """Each variant is built once per session (and only if its inputs
+    changed since the last build); a failed build fails its cells."""
+    builds = lab["builds"]
+    if variant not in builds:
+        matrix, cache = lab["matrix"], lab["cache"]
+        try:
+            with locked(cache):
+                builds[variant] = Builder(matrix, cache).build(
+                    matrix.variants[variant], Progress(variant))
+        except BuildFailed as exc:
+            builds[variant] = exc
+    found = builds[variant]
+    if isinstance(found, BuildFailed):
+        log = f" (log: {found.log})" if found.log else ""
+        pytest.fail(f"build failed: {found}{log}", pytrace=False)
+    return found
+
+
+class StoreWriter:
+    """Controller side: saves the results that cell tests attached to
+    their reports (whichever worker ran them), and closes the run."""
+
+    def __init__(self, run: store.Run) -> None:
+        self.run = run
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == PROPERTY and report.when == "call":
+                doc = json.loads(value)
+                try:
+                    self.run.save(Cell(**doc["cell"]), doc["inputs"],
+                                  doc["provenance"], doc["result"])
+                except DiskFull as exc:
+                    stop(self.session, exc)
+
+    def pytest_sessionfinish(self) -> None:
+        done, todo = self.run.status()
+        try:
+            self.run.finish()
+        except LabError as exc:
+            print(f"\nswaplab: {exc}")
+        print(f"\nswaplab: run {self.run.id}: {len(done)} cells stored, "
+              f"{len(todo)} without a result; {self.run.root}")
+
+
+def stop(session: pytest.Session | None, exc: DiskFull) -> None:
+    """No room for results: end the session after this cell (every
+    further cell would fail alike), saying why."""
+    print(f"\nswaplab: {exc}")
+    if session is not None:
+        session.shouldstop = f"swaplab: {exc}"
