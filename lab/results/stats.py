@@ -109,18 +109,39 @@ def summarize(values: Sequence[float]) -> Summary:
     return Summary(n, mean, statistics.median(values), sd, cv)
 
 
+def welch_se_df(var_b: float, var_o: float, n_b: int,
+                n_o: int) -> tuple[float, float]:
+    """(standard error, Welch-Satterthwaite degrees of freedom) of an
+    estimate whose variance is var_b + var_o, from samples of n_b and n_o
+    values; df is inf when the standard error is 0."""
+    se = math.sqrt(var_b + var_o)
+    if se == 0:
+        return 0.0, math.inf
+    return se, (var_b + var_o) ** 2 / (var_b ** 2 / (n_b - 1) +
+                                       var_o ** 2 / (n_o - 1))
+
+
+def log_ratio_terms(base: Sequence[float],
+                    other: Sequence[float]) -> tuple[float, float, float]:
+    """(log(mean(other) / mean(base)), its standard error, Welch df) for
+    positive samples: the variance of the log of a mean is its squared CV
+    (delta method)."""
+    b, o = summarize(base), summarize(other)
+    se, df = welch_se_df((b.cv or 0.0) ** 2 / b.n, (o.cv or 0.0) ** 2 / o.n,
+                         b.n, o.n)
+    return math.log(o.mean / b.mean), se, df
+
+
 def _welch_t(estimate: float, var_b: float, var_o: float, n_b: int,
              n_o: int, confidence: float) -> tuple[float, float]:
     """(CI half-width, two-sided p) of `estimate`, whose variance is
     var_b + var_o from samples of n_b and n_o values, by Welch's t with
     Welch-Satterthwaite degrees of freedom."""
-    se = math.sqrt(var_b + var_o)
+    se, df = welch_se_df(var_b, var_o, n_b, n_o)
     if se == 0:
         # Both sides constant (deterministic counters): any difference is
         # exact, none is none.
         return 0.0, 1.0 if estimate == 0 else 0.0
-    df = (var_b + var_o) ** 2 / (var_b ** 2 / (n_b - 1) +
-                                 var_o ** 2 / (n_o - 1))
     half = sps.t.ppf(0.5 + confidence / 2, df) * se
     return half, float(2 * sps.t.sf(abs(estimate) / se, df))
 

@@ -9,6 +9,7 @@ rules say which counters each matching cell must move (lab/spec/expect.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -18,6 +19,8 @@ from pathlib import Path
 from lab.errors import MatrixError
 from lab.spec import expect
 from lab.spec.expect import Expectation
+from lab.spec.questions import (Question, as_duration_s, check_covered,
+                                question)
 from lab.spec.fields import (Fields, as_bool, as_int, as_number, as_list, as_name, as_names,
                         as_settings, as_size_mib, as_str, expected)
 from lab.spec.yamlsrc import Node, load
@@ -51,6 +54,13 @@ class Variant:
     # A slow kernel (KASAN, lockdep) multiplies every cell's workload
     # timeout and boot allowance; what it measures stays the same.
     timeout_scale: float = 1.0
+    # An A/A twin: another variant's kernel (one build) under this name.
+    same_as: str | None = None
+
+    @property
+    def kernel(self) -> str:
+        """The variant whose build this one boots."""
+        return self.same_as or self.name
 
     @property
     def patched(self) -> bool:
@@ -106,6 +116,12 @@ class SubMatrix:
     exclude: tuple[Rule, ...]
     # what its tables compare against, when not the matrix's baseline
     baseline: str | None = None
+    # The questions it answers; with them, `repeats` is the minimum per
+    # arm and more repeats go to undecided questions up to max_repeats,
+    # within budget_s seconds of cells (None: no limit).
+    questions: tuple[str, ...] = ()
+    max_repeats: int = 0
+    budget_s: int | None = None
 
 
 @dataclass(frozen=True, order=True)
@@ -134,6 +150,7 @@ class Matrix:
     matrices: dict[str, SubMatrix]
     patches_dir: Path = field(repr=False)
     expect: tuple[Expectation, ...] = ()
+    questions: dict[str, Question] = field(default_factory=dict)
 
     def series_dir(self, tree: str, series: str) -> Path:
         return self.patches_dir / tree / series
@@ -191,8 +208,9 @@ def parse_matrix(text: str, path: Path,
     trees = _trees(top.need("trees"))
     fragments = _fragments(top.need("fragments"), base)
     pdir = patches_dir or base / "patches"
-    variants = _named(top.need("variants"), "variants",
-                      lambda n, v: _variant(n, v, trees, fragments, pdir))
+    vnode = top.need("variants")
+    variants = _twins(_named(vnode, "variants", lambda n, v: _variant(
+        n, v, trees, fragments, pdir)), vnode)
     backends = _named(top.need("backends"), "backends", _backend)
     workloads = _named(top.need("workloads"), "workloads", _workload)
     guest = _guest(top.need("guest"))
@@ -204,8 +222,12 @@ def parse_matrix(text: str, path: Path,
         raise bnode.error(f"baseline '{baseline}' is not a variant; "
                           f"expected one of: {', '.join(variants)}")
     dims = {"variant": variants, "backend": backends, "workload": workloads}
+    qnode = top.get("questions")
+    questions = _named(qnode, "questions", lambda n, v: question(
+        n, v, dims)) if qnode else {}
     matrices = _named(top.need("matrices"), "matrices",
-                      lambda n, v: _submatrix(n, v, dims, repeats))
+                      lambda n, v: _submatrix(n, v, dims, repeats,
+                                              questions))
     enode = top.get("expect")
     expectations = tuple(as_list(enode, lambda n: _expectation(n, dims),
                                  "expectations")) if enode else ()
@@ -216,7 +238,27 @@ def parse_matrix(text: str, path: Path,
                                  "matrices")
     top.done()
     return Matrix(path, trees, fragments, variants, backends, workloads,
-                  guest, repeats, baseline, matrices, pdir, expectations)
+                  guest, repeats, baseline, matrices, pdir, expectations,
+                  questions)
+
+
+def _twins(variants: dict[str, Variant], node: Node) -> dict[str, Variant]:
+    """Each `same_as` variant becomes a copy of its target under its own
+    name: the same build, settings and series (the A/A control)."""
+    out = dict(variants)
+    for name, v in variants.items():
+        if v.same_as is None:
+            continue
+        target = variants.get(v.same_as)
+        if target is None or target.same_as is not None:
+            raise node.error(f"variant '{name}' is same_as "
+                             f"'{v.same_as}', which is not a variant with "
+                             "a kernel of its own", name)
+        out[name] = dataclasses.replace(
+            target, name=name, same_as=target.name,
+            description=v.description or
+            f"{target.name}'s kernel under a second name (A/A control)")
+    return out
 
 
 def _named(node: Node, what: str, build):
@@ -284,6 +326,14 @@ def _sysctl(fields: Fields) -> dict[str, str]:
 def _variant(name: str, node: Node, trees: dict[str, Tree],
              fragments: dict[str, Path], pdir: Path) -> Variant:
     fields = Fields(node, f"variant '{name}'")
+    twin = fields.get("same_as")
+    if twin is not None:
+        # Resolved by _twins once every variant is read.
+        desc = fields.get("description")
+        fields.done()
+        return Variant(name, "", (), (), "", {}, {},
+                       as_str(desc) if desc else "",
+                       same_as=as_name(twin, "a variant name"))
     tnode = fields.need("tree")
     tree = as_str(tnode, "a tree name")
     if tree not in trees:
@@ -442,7 +492,8 @@ def _guest(node: Node) -> Guest:
 
 
 def _submatrix(name: str, node: Node, dims: dict[str, dict],
-               default_repeats: int) -> SubMatrix:
+               default_repeats: int,
+               questions: dict[str, Question]) -> SubMatrix:
     fields = Fields(node, f"sub-matrix '{name}'")
 
     def pick(dim: str) -> tuple[str, ...]:
@@ -474,8 +525,22 @@ def _submatrix(name: str, node: Node, dims: dict[str, dict],
         raise bnode.error(f"baseline '{baseline}' is not a variant of "
                           f"sub-matrix '{name}'; expected one of: "
                           f"{', '.join(variants)}")
+    qnode = fields.get("questions")
+    asked = tuple(as_names(qnode, "a question name")) if qnode else ()
+    for q in asked:
+        if q not in questions:
+            raise qnode.error(f"unknown question '{q}'; expected one of: "
+                              f"{', '.join(questions) or '(none declared)'}")
+    if asked:
+        check_covered(tuple(questions[q] for q in asked), name, variants,
+                      backends, workloads, qnode)
+    mnode = fields.get("max_repeats")
+    most = as_int(mnode, repeats, 1000, "a repeat count at least "
+                  "'repeats'") if mnode else max(repeats, 10 if asked else 0)
+    budget = fields.get("budget")
     sub = SubMatrix(name, variants, backends, workloads, repeats,
-                    rules["only"], rules["exclude"], baseline)
+                    rules["only"], rules["exclude"], baseline, asked, most,
+                    as_duration_s(budget) if budget else None)
     fields.done()
     return sub
 

@@ -1,0 +1,164 @@
+"""matrix.yaml's questions: parsing, the pair rule, A/A twins."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.errors import MatrixError
+from lab.spec.matrix import load_matrix
+from tests.unit.test_matrix import GOOD, line_of, make_tree
+
+# ra-clean differs from base only by the readahead series; readahead
+# also sets a sysfs knob and lacks base's sysctl.
+VARIANTS = """\
+  ra-clean:
+    tree: linux-source-6.1
+    series: [baseline, readahead]
+    fragments: [lab-base]
+    sysctl: {vm.page-cluster: 3}
+  base-again:
+    same_as: base
+  upstream-6.12:
+"""
+QUESTIONS = """\
+questions:
+  ra:
+    series: readahead
+    workload: seq
+    backends: [nvme, rotational]
+    metric: swapbench.main.latency.avg_us
+    better: lower
+    delta: 5%
+  aa:
+    candidate: base-again
+    reference: base
+    workload: seq
+    backends: [nvme]
+    metric: swapbench.main.bytes_per_s
+    better: higher
+    delta: 5%
+matrices:
+"""
+SUB = """\
+    workloads: [seq]
+    repeats: 1
+"""
+ASKED = """\
+    workloads: [seq]
+    repeats: 3
+    questions: [ra, aa]
+    budget: 45m
+"""
+
+
+def text_with(questions: str = QUESTIONS, sub: str = ASKED) -> str:
+    text = GOOD.replace("  upstream-6.12:\n", VARIANTS, 1)
+    text = text.replace("matrices:\n", questions, 1)
+    text = text.replace("    variants: [base, readahead]\n",
+                        "    variants: [base, readahead, ra-clean, "
+                        "base-again]\n", 1)
+    return text.replace(SUB, sub, 1)
+
+
+def load(tmp: Path, text: str):
+    return load_matrix(make_tree(tmp, text))
+
+
+def test_series_question_finds_the_one_clean_pair(tmp_path: Path) -> None:
+    m = load(tmp_path, text_with())
+    q = m.questions["ra"]
+    assert (q.candidate, q.reference, q.series) == \
+        ("ra-clean", "base", ("readahead",))
+    assert q.backends == ("nvme", "rotational") and q.delta_pct == 5.0
+    assert not q.is_aa and m.questions["aa"].is_aa
+    sub = m.sub("quick")
+    assert sub.questions == ("ra", "aa")
+    assert (sub.repeats, sub.max_repeats, sub.budget_s) == (3, 10, 2700)
+
+
+def test_twin_is_its_targets_kernel(tmp_path: Path) -> None:
+    m = load(tmp_path, text_with())
+    twin, base = m.variants["base-again"], m.variants["base"]
+    assert twin.kernel == "base" and base.kernel == "base"
+    assert (twin.series, twin.sysctl, twin.fragments) == \
+        (base.series, base.sysctl, base.fragments)
+    assert "A/A" in twin.description
+
+
+def test_pair_differing_by_more_than_the_series_is_refused(
+        tmp_path: Path) -> None:
+    text = text_with(QUESTIONS.replace(
+        "    series: readahead\n",
+        "    series: readahead\n    candidate: readahead\n"
+        "    reference: base\n", 1))
+    with pytest.raises(MatrixError) as info:
+        load(tmp_path, text)
+    msg = str(info.value)
+    assert msg.startswith(f"{tmp_path / 'matrix.yaml'}:"
+                          f"{line_of(text, '  ra:') + 1}")
+    assert "differs from 'base' by more than series readahead" in msg
+    assert "sysfs" in msg and "sysctl" in msg
+
+
+def test_pair_without_series_must_be_a_twin(tmp_path: Path) -> None:
+    text = text_with(QUESTIONS.replace("candidate: base-again",
+                                       "candidate: ra-clean", 1))
+    with pytest.raises(MatrixError) as info:
+        load(tmp_path, text)
+    assert f":{line_of(text, 'candidate: ra-clean')}:" in str(info.value)
+    assert "are not the same kernel" in str(info.value)
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ("delta: 5%", "delta: 5", "such as 5%"),
+    ("better: lower", "better: faster", "higher or lower"),
+    ("metric: swapbench.main.latency.avg_us", "metric: latency",
+     "dotted metric name"),
+    ("workload: seq\n    backends: [nvme, rotational]",
+     "workload: nope\n    backends: [nvme, rotational]",
+     "unknown workload 'nope'"),
+    ("backends: [nvme, rotational]", "backends: [nvme, floppy]",
+     "unknown backend 'floppy'"),
+    ("series: readahead", "series: baseline", "no two variants differ"),
+])
+def test_bad_question_fields(tmp_path: Path, old: str, new: str,
+                             needle: str) -> None:
+    assert old in QUESTIONS
+    text = text_with(QUESTIONS.replace(old, new, 1))
+    with pytest.raises(MatrixError) as info:
+        load(tmp_path, text)
+    assert needle in str(info.value)
+    assert str(info.value).startswith(str(tmp_path / "matrix.yaml") + ":")
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ("questions: [ra, aa]", "questions: [ra, nope]",
+     "unknown question 'nope'"),
+    ("budget: 45m", "budget: soon", "a duration such as 45m"),
+    ("questions: [ra, aa]\n",
+     "questions: [ra, aa]\n    max_repeats: 2\n", "at least 3"),
+])
+def test_bad_sub_matrix_question_keys(tmp_path: Path, old: str, new: str,
+                                      needle: str) -> None:
+    with pytest.raises(MatrixError) as info:
+        load(tmp_path, text_with(sub=ASKED.replace(old, new, 1)))
+    assert needle in str(info.value)
+
+
+def test_sub_matrix_must_hold_its_questions_cells(tmp_path: Path) -> None:
+    text = text_with().replace("    variants: [base, readahead, ra-clean, "
+                               "base-again]\n",
+                               "    variants: [base, ra-clean]\n", 1)
+    with pytest.raises(MatrixError) as info:
+        load(tmp_path, text)
+    assert "asks question 'aa'" in str(info.value)
+    assert "lacks variant base-again" in str(info.value)
+
+
+def test_repository_questions_are_valid() -> None:
+    root = Path(__file__).resolve().parents[2]
+    m = load_matrix(root / "matrix.yaml")
+    for name, sub in m.matrices.items():
+        for q in sub.questions:
+            assert q in m.questions, (name, q)
