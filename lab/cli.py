@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -26,8 +27,10 @@ from lab.guest import runner
 from lab.kernel.build import BuildFailed, Builder
 from lab.paths import REPO
 from lab.progress import Progress
-from lab.results.store import Store
+from lab.results.store import Store, open_results_dir
 from lab.spec.matrix import Matrix, describe, load_matrix
+from lab.spec.questions import as_duration_s
+from lab.spec.yamlsrc import Node
 
 DEFAULT_MATRIX = REPO / "matrix.yaml"
 CELLS = REPO / "lab" / "cells"
@@ -66,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
                              action="append", metavar="ARG",
                              help="extra pytest argument (-k, -n 2, "
                              "--rerun ...), repeatable")
+            cmd.add_argument("--budget", type=_duration, default=None,
+                             help="stop starting cells after this long "
+                             "(45m, 1h30m; default: the sub-matrix's "
+                             "budget, else none)")
 
     boot = sub.add_parser("boot", help="boot a built variant with a swap "
                           "backend and run a command on its console")
@@ -101,7 +108,24 @@ def _parser() -> argparse.ArgumentParser:
                          "reports/<run-id>)")
         cmd.add_argument("--no-pdf", action="store_true",
                          help="skip printing the deck to PDF (Chromium)")
+    ans = sub.add_parser("answers", help="the verdict of each question "
+                         "of a run (Markdown), or of runs side by side")
+    which = ans.add_mutually_exclusive_group()
+    which.add_argument("--run", default="latest",
+                       help="run id, unique prefix or 'latest'")
+    which.add_argument("--runs", help="comma-separated run ids: each run's "
+                       "verdicts, heterogeneity, pooled estimate, "
+                       "replication")
+    which.add_argument("--results", help="directories of raw cell results "
+                       "(a committed reference run), comma-separated")
     return top
+
+
+def _duration(text: str) -> int:
+    try:
+        return as_duration_s(Node("--budget", 0, "", text))
+    except LabError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1])
 
 
 def _validate(files: list[Path]) -> int:
@@ -154,7 +178,13 @@ def _build(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Build, then run the sub-matrix's cells as a pytest session (each
-    cell a test item), then write the report of the run."""
+    cell a test item), then write the report of the run. A sub-matrix
+    with questions goes on in adaptive rounds within its budget."""
+    matrix = load_matrix(args.file)
+    sub = matrix.sub(args.matrix)
+    budget = args.budget if args.budget is not None else sub.budget_s
+    started = time.time()
+    deadline = started + budget if budget else None
     if _build(args):
         # The rest of the matrix goes on: the session tries each failed
         # variant once more (make resumes where it stopped, so it fails
@@ -162,13 +192,59 @@ def _run(args: argparse.Namespace) -> int:
         print("lab run: the cells of the variants that failed to build "
               "will fail; running the others", file=sys.stderr)
     _make_workloads()
+    cells, run_id = _session(args, [], deadline)
+    if sub.questions:
+        cells = max(cells, _rounds(args, matrix, run_id, deadline))
+    report = argparse.Namespace(cache=args.cache, run=run_id, out=None,
+                                all=False, no_pdf=False)
+    _report(report)
+    return cells
+
+
+def _rounds(args: argparse.Namespace, matrix: Matrix, run_id: str,
+            deadline: float | None) -> int:
+    """Adaptive repeats (lab.session.adaptive) until every question is
+    decided or capped, or the budget is spent; the worst session exit."""
+    from lab.session import adaptive
+    run = Store(cache_root(args.cache)).open(run_id)
+    worst = 0
+    for number in range(2, 1000):
+        left = None if deadline is None else deadline - time.time()
+        plan = adaptive.next_round(matrix, args.matrix, run, left)
+        status = (f"lab run: {plan.decided} of {plan.questions} questions "
+                  f"decided, {plan.capped} undecided at max_repeats")
+        if left is not None:
+            status += f"; budget left {max(left, 0) / 60:.1f} min"
+        if not plan.cells:
+            print(status + "; done", file=sys.stderr)
+            return worst
+        print(f"{status}; round {number}: {len(plan.cells)} cells, about "
+              f"{plan.estimate_s / 60:.1f} min", file=sys.stderr)
+        listing = Path(tempfile.mkdtemp(prefix="swaplab-round-")) / \
+            "cells.json"
+        listing.write_text(json.dumps([[c.repeat, c.variant, c.backend,
+                                        c.workload] for c in plan.cells]))
+        try:
+            code, _ = _session(args, ["--cells", str(listing), "--lab-run",
+                                      run_id], deadline)
+        finally:
+            shutil.rmtree(listing.parent, ignore_errors=True)
+        worst = max(worst, code)
+    return worst
+
+
+def _session(args: argparse.Namespace, extra: list[str],
+             deadline: float | None) -> tuple[int, str]:
+    """One pytest session over cells: (its exit status, the run id)."""
     # The session names its run: another lab session on the same cache
     # may have started a later one, so "latest" is not necessarily ours.
     id_file = Path(tempfile.mkdtemp(prefix="swaplab-run-")) / "run-id"
     command = [sys.executable, "-m", "pytest", str(CELLS), "-p",
                "no:cacheprovider", "--matrix", args.matrix,
                "--matrix-file", str(args.file),
-               "--run-id-file", str(id_file), *args.pytest_args]
+               "--run-id-file", str(id_file), *extra, *args.pytest_args]
+    if deadline is not None:
+        command += ["--deadline", f"{deadline:.0f}"]
     if args.cache:
         command += ["--lab-cache", args.cache]
     print("lab run:", shlex.join(command), file=sys.stderr)
@@ -185,15 +261,12 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         run_id = id_file.read_text().strip() if id_file.is_file() else None
         shutil.rmtree(id_file.parent, ignore_errors=True)
-    if cells not in (0, 1):      # 1: some cells failed, still reportable
+    if cells not in (0, 1, 2):  # 1: cells failed; 2: stopped at the budget
         raise LabError(f"the matrix session stopped (pytest exit {cells})")
     if run_id is None:
         raise LabError("the matrix session did not name its run; see "
                        "'lab report --run ID'")
-    report = argparse.Namespace(cache=args.cache, run=run_id, out=None,
-                                all=False, no_pdf=False)
-    _report(report)
-    return cells
+    return min(cells, 1), run_id
 
 
 def _make_workloads() -> None:
@@ -265,6 +338,28 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _answers(args: argparse.Namespace) -> int:
+    from lab.report import verdicts
+    from lab.results.replication import RunAnswers, replicate
+    if args.results:
+        runs = [open_results_dir(Path(d)) for d in args.results.split(",")]
+    else:
+        st = Store(cache_root(args.cache))
+        refs = args.runs.split(",") if args.runs else [args.run]
+        runs = [st.open(ref.strip()) for ref in refs]
+    answered = [RunAnswers.of(run) for run in runs]
+    if len(answered) == 1:
+        print(verdicts.markdown(answered[0]), end="")
+        return 0
+    reps = replicate(answered)
+    marks = {(r.question.name, r.backend): "yes" if r.replicated
+             else f"no ({r.why})" for r in reps}
+    for ra in answered:
+        print(verdicts.markdown(ra, marks))
+    print(verdicts.replication_markdown(reps), end="")
+    return 0
+
+
 def _slides(args: argparse.Namespace) -> int:
     from lab.report import reportdir
     run = Store(cache_root(args.cache)).open(args.run)
@@ -279,7 +374,7 @@ def _warn(message, *_args, **_kwargs) -> None:
 
 COMMANDS = {"validate": lambda a: _validate(a.files), "build": _build,
             "run": _run, "boot": _boot, "compare": _compare,
-            "report": _report, "slides": _slides}
+            "report": _report, "slides": _slides, "answers": _answers}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

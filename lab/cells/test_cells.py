@@ -28,6 +28,9 @@ def test_cell(cell: Cell, lab: dict[str, Any],
     except DiskFull as exc:
         stop(request.session, exc)
         pytest.fail(str(exc), pytrace=False)
+    # The cell's place in its block: a covariate the statistics can see.
+    prov["slot"] = matrix.order(lab["sub"], cell.repeat, cell.workload,
+                                cell.backend).index(cell.variant)
     request.node.user_properties.append((PROPERTY, json.dumps({
         "cell": {"repeat": cell.repeat, "variant": cell.variant,
                  "backend": cell.backend, "workload": cell.workload},

@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt
 
 from lab.report.figures import Figure, Results, colours_of, finish
 from lab.results.metrics import GIB, PAGE
+from lab.results.record import complaints, workload_doc
 from lab.results.store import CellRecord
-from lab.session.cellrun import complaints, workload_doc
 
 
 @dataclass

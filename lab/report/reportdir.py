@@ -19,8 +19,9 @@ from lab.report import reliability
 from lab.report.figures import Figure, Results, write_figures
 from lab.report.slides import write_deck
 from lab.report.tables import write_report
-from lab.report.upstream import html_page, markdown, recommend, run_matrix
+from lab.report.upstream import html_page, markdown, recommend
 from lab.results.store import Run
+from lab.results.store import run_matrix
 
 REPORTS = REPO / "reports"
 

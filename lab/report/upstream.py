@@ -27,25 +27,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from lab.paths import REPO
 from lab.report.figures import Results, gain, pct_text, what
+from lab.results.record import complaints
 from lab.results.stats import Change, compare
-from lab.results.store import Run
-from lab.session.cellrun import complaints
-from lab.spec.matrix import Matrix, Variant, load_matrix, parse_matrix
-
-DEFAULT_MATRIX = REPO / "matrix.yaml"
-
-
-def run_matrix(run: Run) -> Matrix:
-    """The matrix the run was made from: its own copy when it has one
-    (resolved against the repository's fragments and patches), else the
-    repository's matrix.yaml."""
-    copy = run.root / "matrix.yaml"
-    if copy.is_file():
-        return parse_matrix(copy.read_text(), DEFAULT_MATRIX,
-                            REPO / "patches")
-    return load_matrix(DEFAULT_MATRIX)
+from lab.spec.matrix import Matrix, Variant
 
 
 @dataclass(frozen=True)

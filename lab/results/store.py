@@ -26,7 +26,8 @@ from typing import Any, Mapping
 
 from lab.cache import atomic_write
 from lab.errors import LabError
-from lab.spec.matrix import Cell, Matrix
+from lab.paths import REPO
+from lab.spec.matrix import Cell, Matrix, load_matrix, parse_matrix
 
 RUN_SCHEMA = "swaplab-run/1"
 CELL_SCHEMA = "swaplab-result/1"
@@ -174,6 +175,13 @@ class Run:
         atomic_write(path, json.dumps(doc, indent=1) + "\n")
         return path
 
+    def plan(self, cells: list[Cell]) -> None:
+        """Add cells to the run's plan (an adaptive round)."""
+        planned = self.manifest.setdefault("cells", [])
+        planned += [c.id for c in cells if c.id not in planned]
+        atomic_write(self.root / MANIFEST,
+                     json.dumps(self.manifest, indent=1) + "\n")
+
     def finish(self) -> None:
         self.manifest["ended"] = now_utc()
         atomic_write(self.root / MANIFEST,
@@ -292,7 +300,11 @@ class Store:
                        "baseline": sub.baseline or matrix.baseline,
                        "repeats": sub.repeats, "variants": list(sub.variants),
                        "backends": list(sub.backends),
-                       "workloads": list(sub.workloads)},
+                       "workloads": list(sub.workloads),
+                       "questions": list(sub.questions),
+                       "max_repeats": sub.max_repeats,
+                       "budget_s": sub.budget_s,
+                       "order_seed": sub.order_seed},
             "cells": [c.id for c in cells],
             "started": started, "ended": None,
             "host": host_info(),
@@ -321,9 +333,26 @@ class Store:
             what = "no run" if not matches else "several runs"
             raise LabError(f"{what} matching '{ref}' in {self.root}; "
                            f"runs: {', '.join(ids[-10:])}")
-        root = self.root / matches[0]
-        try:
-            manifest = json.loads((root / MANIFEST).read_text())
-        except (OSError, ValueError) as exc:
-            raise LabError(f"cannot read {root / MANIFEST}: {exc}") from None
-        return Run(root, manifest)
+        return open_results_dir(self.root / matches[0])
+
+
+def run_matrix(run: Run) -> Matrix:
+    """The matrix the run was made from: its own copy when it has one
+    (resolved against the repository's fragments and patches), else the
+    repository's matrix.yaml."""
+    copy = run.root / "matrix.yaml"
+    if copy.is_file():
+        return parse_matrix(copy.read_text(), REPO / "matrix.yaml",
+                            REPO / "patches")
+    return load_matrix(REPO / "matrix.yaml")
+
+
+def open_results_dir(root: Path) -> Run:
+    """A run directory outside the cache (raw results committed beside a
+    reference report)."""
+    try:
+        manifest = json.loads((root / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise LabError(f"cannot read {root / MANIFEST}: {exc} (a run "
+                       "directory holds one)") from None
+    return Run(root, manifest)

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import subprocess
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from lab.cache import atomic_write
 from lab.calibrate import dilation
@@ -21,6 +21,7 @@ from lab.errors import LabError
 from lab.guest import accel, qemu, runner
 from lab.kernel.build import Build
 from lab.results import store
+from lab.results.record import complaints, workload_doc
 from lab.spec.matrix import Cell, Matrix
 
 SWAPBENCH = runner.WORKLOADS_BUILD / "swapbench"
@@ -116,23 +117,6 @@ def execute(matrix: Matrix, cell: Cell, build: Build, out_dir: Path,
     res = runner.run_cell(spec, cache)
     return res, provenance(matrix, cell, build, res.result, started,
                            store.now_utc())
-
-
-KERNEL_COMPLAINTS = ("warn", "bug", "oops", "panic", "kasan", "lockdep",
-                     "gpf", "lockup")
-
-
-def workload_doc(result: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The workload's own JSON document in a cell result ({} if none)."""
-    return (result.get("workload") or {}).get("result") or {}
-
-
-def complaints(result: Mapping[str, Any]) -> dict[str, int]:
-    """Kernel complaints in the guest log: count by kind, those seen."""
-    flags = result.get("kernel_log_flags") or {}
-    counts = {name: (flags.get(name) or {}).get("count") or 0
-              for name in KERNEL_COMPLAINTS}
-    return {name: n for name, n in counts.items() if n}
 
 
 def sanity(result: dict[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ stops the session too, with a message naming the file.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--run-id-file", default=None,
                     help="write the run's id to this file (lab run "
                     "reports that run, not whatever run is latest)")
+    group.addoption("--lab-run", default=None,
+                    help="add to this run (an adaptive round)")
+    group.addoption("--cells", default=None,
+                    help="JSON file: the cells to run, as [repeat, "
+                    "variant, backend, workload] lists (an adaptive "
+                    "round); default: the sub-matrix's")
+    group.addoption("--deadline", type=float, default=None,
+                    help="epoch seconds: start no cell after this (the "
+                    "run's budget)")
 
 
 def _selection(config: pytest.Config) -> tuple[Matrix, str]:
@@ -58,6 +68,25 @@ def _selection(config: pytest.Config) -> tuple[Matrix, str]:
     if choice.endswith((".yaml", ".yml")) or Path(choice).is_file():
         return load_matrix(Path(choice).resolve()), "quick"
     return load_matrix(Path(config.getoption("--matrix-file"))), choice
+
+
+def _cells(config: pytest.Config, matrix: Matrix, sub: str) -> list[Cell]:
+    listing = config.getoption("--cells")
+    if not listing:
+        return matrix.cells(sub)
+    try:
+        rows = json.loads(Path(listing).read_text())
+        cells = [Cell(int(r), str(v), str(b), str(w)) for r, v, b, w in rows]
+    except (OSError, ValueError, TypeError) as exc:
+        raise LabError(f"{listing}: expected a JSON list of [repeat, "
+                       f"variant, backend, workload]: {exc}") from None
+    known = {(c.variant, c.backend, c.workload)
+             for c in matrix.cells(sub, range(1, 2))}
+    for c in cells:
+        if (c.variant, c.backend, c.workload) not in known:
+            raise LabError(f"{listing}: cell {c.id} is not in sub-matrix "
+                           f"'{sub}'")
+    return cells
 
 
 def _open_run(st: store.Store, matrix: Matrix, sub: str,
@@ -78,7 +107,7 @@ def _open_run(st: store.Store, matrix: Matrix, sub: str,
 def pytest_configure(config: pytest.Config) -> None:
     try:
         matrix, sub = _selection(config)
-        cells = matrix.cells(sub)
+        cells = _cells(config, matrix, sub)
     except LabError as exc:
         raise pytest.UsageError(str(exc)) from None
     cache = cache_root(config.getoption("--lab-cache"))
@@ -90,13 +119,18 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker is not None:
         state["run"] = st.open(worker["swaplab_run"])
     else:
-        state["run"] = _open_run(st, matrix, sub, cells,
-                                 config.getoption("--new-run"))
+        if config.getoption("--lab-run"):
+            state["run"] = st.open(config.getoption("--lab-run"))
+            state["run"].plan(cells)
+        else:
+            state["run"] = _open_run(st, matrix, sub, cells,
+                                     config.getoption("--new-run"))
         id_file = config.getoption("--run-id-file")
         if id_file:
             Path(id_file).write_text(state["run"].id + "\n")
-        config.pluginmanager.register(StoreWriter(state["run"]),
-                                      "swaplab-store")
+        config.pluginmanager.register(
+            StoreWriter(state["run"], len(cells),
+                        config.getoption("--deadline")), "swaplab-store")
     config.stash[STATE] = state
 
 
@@ -146,9 +180,13 @@ class StoreWriter:
     """Controller side: saves the results that cell tests attached to
     their reports (whichever worker ran them), and closes the run."""
 
-    def __init__(self, run: store.Run) -> None:
+    def __init__(self, run: store.Run, planned: int,
+                 deadline: float | None) -> None:
         self.run = run
         self.session: pytest.Session | None = None
+        self.planned = planned
+        self.done = 0
+        self.deadline = deadline
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
@@ -162,6 +200,19 @@ class StoreWriter:
                                   doc["provenance"], doc["result"])
                 except DiskFull as exc:
                     stop(self.session, exc)
+        if report.when == "call" or report.skipped:
+            self.done += 1
+            self._progress()
+
+    def _progress(self) -> None:
+        left = ""
+        if self.deadline is not None:
+            rest = self.deadline - time.time()
+            left = f", budget left {max(rest, 0) / 60:.1f} min"
+            if rest <= 0 and self.session is not None:
+                self.session.shouldstop = "swaplab: budget spent"
+        print(f"\nswaplab: {self.done}/{self.planned} cells of this round"
+              f"{left}", flush=True)
 
     def pytest_sessionfinish(self) -> None:
         done, todo = self.run.status()

@@ -12,9 +12,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import random
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from lab.errors import MatrixError
 from lab.spec import expect
@@ -122,6 +125,7 @@ class SubMatrix:
     questions: tuple[str, ...] = ()
     max_repeats: int = 0
     budget_s: int | None = None
+    order_seed: int = 0             # draws each block's variant order
 
 
 @dataclass(frozen=True, order=True)
@@ -162,21 +166,44 @@ class Matrix:
                               f"has: {', '.join(self.matrices)}")
         return self.matrices[name]
 
-    def cells(self, name: str) -> list[Cell]:
-        """The sub-matrix's cells, interleaved: repeat 1 of every variant
-        before repeat 2 of any, so host drift hits all variants alike.
-        Each repeat also starts its variants one place further on: the
-        first cell after a change of backend or workload runs slower
-        (measured: up to a third on pmem, where every variant ran the
-        same code), and that place must not always fall to one variant."""
+    def order(self, name: str, repeat: int, workload: str,
+              backend: str) -> tuple[str, ...]:
+        """The sub-matrix's variants in the order one (repeat, workload,
+        backend) block runs them. The first cell after a change of
+        backend or workload runs slower (measured: up to a third on pmem,
+        where every variant ran the same code), so no variant may own
+        that place: each block starts from a permutation drawn with the
+        sub-matrix's order_seed (recorded in the run), and each repeat
+        rotates it one place, so over len(variants) repeats every variant
+        takes every slot once."""
         sub = self.sub(name)
+        rng = random.Random(f"{sub.order_seed}:{workload}:{backend}")
+        perm = list(sub.variants)
+        rng.shuffle(perm)
+        shift = (repeat - 1) % len(perm)
+        return tuple(perm[shift:] + perm[:shift])
+
+    def cells(self, name: str,
+              repeats: Iterable[int] | None = None) -> list[Cell]:
+        """The sub-matrix's cells for `repeats` (default 1 to its
+        `repeats`), interleaved: repeat 1 of every variant before repeat
+        2 of any, so host drift hits all variants alike. A sub-matrix
+        with questions runs only the cells its questions compare."""
+        sub = self.sub(name)
+        reps = range(1, sub.repeats + 1) if repeats is None else repeats
         out = []
-        for rep, wl, be in itertools.product(
-                range(1, sub.repeats + 1), sub.workloads, sub.backends):
-            shift = (rep - 1) % len(sub.variants)
-            for var in sub.variants[shift:] + sub.variants[:shift]:
+        for rep, wl, be in itertools.product(reps, sub.workloads,
+                                             sub.backends):
+            for var in self.order(name, rep, wl, be):
                 out.append(Cell(rep, var, be, wl))
-        return [cell for cell in out if self._selected(sub, cell)]
+        return [cell for cell in out if self._selected(sub, cell) and
+                self._asked(sub, cell)]
+
+    def _asked(self, sub: SubMatrix, cell: Cell) -> bool:
+        return not sub.questions or any(
+            cell.variant in (q.candidate, q.reference) and
+            cell.workload == q.workload and cell.backend in q.backends
+            for q in (self.questions[n] for n in sub.questions))
 
     @staticmethod
     def _selected(sub: SubMatrix, cell: Cell) -> bool:
@@ -538,9 +565,12 @@ def _submatrix(name: str, node: Node, dims: dict[str, dict],
     most = as_int(mnode, repeats, 1000, "a repeat count at least "
                   "'repeats'") if mnode else max(repeats, 10 if asked else 0)
     budget = fields.get("budget")
+    snode = fields.get("order_seed")
+    seed = as_int(snode, 0, 2 ** 32 - 1, "a seed") if snode else \
+        zlib.crc32(name.encode())
     sub = SubMatrix(name, variants, backends, workloads, repeats,
                     rules["only"], rules["exclude"], baseline, asked, most,
-                    as_duration_s(budget) if budget else None)
+                    as_duration_s(budget) if budget else None, seed)
     fields.done()
     return sub
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lab.report import figures, slides, upstream
-from lab.results.store import Store
+from lab.results.store import Store, run_matrix
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -43,7 +43,7 @@ def deck(request, tmp_path_factory):
     res = figures.Results.of(run)
     dest = tmp_path_factory.mktemp("deck")
     figs = figures.write_figures(res, dest / "figures")
-    rec = upstream.recommend(res, upstream.run_matrix(run))
+    rec = upstream.recommend(res, run_matrix(run))
     page, pdf = slides.write_deck(res, rec, figs, dest, pdf=True)
     keys = [s.key for s in slides.slides(res, rec, figs)]
     return page, pdf, keys

@@ -45,7 +45,7 @@ def run_with(monkeypatch, run_id, build_status=0):
     monkeypatch.setattr(cli.subprocess, "Popen", popen)
     monkeypatch.setattr(cli, "_report", lambda a: seen.update(report=a.run))
     args = argparse.Namespace(matrix="debug", file=Path("matrix.yaml"),
-                              pytest_args=[], cache=None)
+                              pytest_args=[], cache=None, budget=None)
     return cli._run(args), seen
 
 

@@ -261,7 +261,7 @@ class FakeSession:
 def test_session_stops_when_results_cannot_be_stored(
         run: Run, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture) -> None:
-    writer = StoreWriter(run)
+    writer = StoreWriter(run, 1, None)
     session = FakeSession()
     writer.pytest_sessionstart(session)
     cell = Cell(1, "base", "nvme", "seq")

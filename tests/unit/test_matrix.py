@@ -1,6 +1,7 @@
 """matrix.yaml parsing, expansion and validation errors."""
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
@@ -136,19 +137,33 @@ def test_cells_expand_and_interleave(tmp_path: Path) -> None:
     assert [c.id for c in m.cells("smoke")] == ["base-nvme-seq-r1"]
 
 
-def test_each_repeat_starts_with_the_next_variant(tmp_path: Path) -> None:
-    # The first cell after a backend switch runs slow: no variant may
-    # hold that place in every repeat.
-    m = load_matrix(make_tree(tmp_path))
-    firsts = {}
-    for c in m.cells("full"):
-        firsts.setdefault((c.repeat, c.workload, c.backend), c.variant)
-    by_repeat = [{v for (r, _, b), v in firsts.items() if r == rep
-                  and b == "nvme"} for rep in (1, 2, 3)]
-    assert by_repeat == [{"upstream"}, {"base"}, {"readahead"}]
-    # Still every cell once.
+def test_every_variant_takes_every_slot(tmp_path: Path) -> None:
+    # The first cell after a backend switch runs slow: over as many
+    # repeats as variants, each variant starts each block once.
+    text = GOOD.replace("repeats: 3\nbaseline", "repeats: 4\nbaseline", 1)
+    m = load_matrix(make_tree(tmp_path, text))
+    blocks: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    for (rep, wl, be) in {(c.repeat, c.workload, c.backend)
+                          for c in m.cells("full")}:
+        blocks.setdefault((wl, be), []).append(m.order("full", rep, wl, be))
+    for orders in blocks.values():
+        for slot in range(4):
+            assert sorted(o[slot] for o in orders) == sorted(m.variants)
+    # The starting permutation is drawn per block, not the file's order.
+    starts = {m.order("full", 1, wl, be) for wl, be in blocks}
+    assert len(starts) > 1
     ids = [c.id for c in m.cells("full")]
     assert len(ids) == len(set(ids))
+
+
+def test_order_seed_is_declared_or_derived(tmp_path: Path) -> None:
+    m = load_matrix(make_tree(tmp_path))
+    text = GOOD.replace("  full:\n", "  full:\n    order_seed: 7\n", 1)
+    other = load_matrix(make_tree(tmp_path / "b", text))
+    assert other.sub("full").order_seed == 7
+    assert m.sub("full").order_seed == zlib.crc32(b"full")
+    assert [m.order("full", 1, "seq", be) for be in m.backends] != \
+        [other.order("full", 1, "seq", be) for be in m.backends]
 
 
 @pytest.mark.parametrize("old,new,needle,keypath,expect", [

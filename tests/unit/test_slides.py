@@ -11,7 +11,7 @@ import pytest
 from lab.report import figures, slides, upstream
 from lab.report.figures import gain, what
 from lab.report.tables import pivots
-from lab.results.store import Store
+from lab.results.store import Store, run_matrix
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -54,7 +54,7 @@ def made(tmp_path_factory):
     run = Store(DATA).open("fixture-run")
     res = figures.Results.of(run)
     figs = figures.write_figures(res, tmp_path_factory.mktemp("figures"))
-    return res, upstream.recommend(res, upstream.run_matrix(run)), figs
+    return res, upstream.recommend(res, run_matrix(run)), figs
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +186,7 @@ def test_one_repeat_recommends_nothing():
     run = Store(DATA).open("quick-real")
     res = figures.Results.of(run)
     slide = slides.recommendation_slide(
-        upstream.recommend(res, upstream.run_matrix(run)))
+        upstream.recommend(res, run_matrix(run)))
     assert slide.claim.startswith("Too few repeats to rank: ")
     assert "Send" not in slide.claim
     assert "not judged (fewer than 3 repeats)" in slide.body

@@ -8,15 +8,16 @@ from typing import Mapping
 
 import pytest
 
+from lab.paths import REPO
 from lab.report import figures, upstream
 from lab.report.tables import Source
 from lab.results.metrics import HIGHER, MetricInfo, Samples
 from lab.results.stats import analyze
-from lab.results.store import Store
+from lab.results.store import Store, run_matrix
 from lab.spec.matrix import load_matrix
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-MATRIX = load_matrix(upstream.DEFAULT_MATRIX)
+MATRIX = load_matrix(REPO / "matrix.yaml")
 METRIC = "swapbench.main.bytes_per_s"
 
 
@@ -135,7 +136,7 @@ def test_lines_changed_counts_patch_lines():
 def fixture_rec():
     run = Store(DATA).open("fixture-run")
     return upstream.recommend(figures.Results.of(run),
-                              upstream.run_matrix(run))
+                              run_matrix(run))
 
 
 def test_fixture_ranking_and_bundles(fixture_rec):

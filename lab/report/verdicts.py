@@ -1,0 +1,147 @@
+"""The answers of a run as Markdown: the verdict table every report
+starts with, the A/A calibration rows, the testbed the numbers come
+from, and the replication table across runs (`lab answers`)."""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from lab.results import answers as ans
+from lab.results.replication import Replication, RunAnswers
+from lab.results.store import CellRecord
+
+METHOD = (
+    "Each (question, backend) is one primary test: Welch's t on the log "
+    "of the ratio of means (a %change cannot pass -100 %), examined after "
+    "each repeat from {min_n} to {max_n} with alpha spent by a Pocock-type "
+    "function, so a question may stop once decided; Benjamini-Hochberg "
+    "at 5 % over the run's {m} primary tests (q). \"Equivalent\" is two "
+    "one-sided tests against +-delta (TOST, 5 %). The interval is the "
+    "last look's 95 % interval. A/A rows boot the reference's own kernel "
+    "under a second name: they calibrate the run and are not in the "
+    "false-discovery family. Other metrics are exploratory.")
+
+
+def pct(x: float) -> str:
+    return f"{x:+.1f} %"
+
+
+def change_text(a: ans.Answer) -> str:
+    if a.last is None:
+        return "-"
+    lk = a.last
+    return f"{pct(lk.pct)} [{lk.low:+.1f}, {lk.high:+.1f}]"
+
+
+def verdict_text(a: ans.Answer) -> str:
+    if a.verdict in ("better", "worse") and a.last is not None:
+        return f"**{a.verdict}** by {abs(a.last.pct):.1f} %"
+    if a.verdict == ans.EQUIVALENT:
+        return f"equivalent (within +-{a.question.delta_pct:g} %)"
+    if a.verdict == ans.NO_DATA:
+        return f"no data ({a.note})"
+    return f"undecided at n={min(a.n_ref, a.n_cand)}"
+
+
+def _p(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.2g}" if x >= 0.001 else "<0.001"
+
+
+def testbed(records: Iterable[CellRecord]) -> str:
+    """How the numbers were measured, from the cells' own provenance."""
+    accel: set[str] = set()
+    devices: dict[str, str] = {}
+    dilation: list[float] = []
+    for rec in records:
+        p = rec.provenance
+        accel.add(str(p.get("accel")))
+        be = p.get("backend") or {}
+        params = be.get("params") or {}
+        model = params.get("model") or params.get("mode") or "no model"
+        devices[str(be.get("name"))] = f"{be.get('kind')} ({model})"
+        if isinstance(p.get("dilation"), (int, float)):
+            dilation.append(float(p["dilation"]))
+    how = "TCG (software emulation, no KVM)" if accel == {"tcg"} else \
+        ", ".join(sorted(accel)).upper()
+    dil = (f"device-model time dilation {min(dilation):.2f} to "
+           f"{max(dilation):.2f}" if dilation else
+           "no device-model time dilation")
+    devs = "; ".join(f"{n}: {d}" for n, d in sorted(devices.items()))
+    return (f"Testbed: guests under {how}; swap devices {devs}; {dil}. "
+            "Absolute times are guest times under emulation, not "
+            "hardware figures; ratios between variants are the result.")
+
+
+HEADER = ("question", "backend", "candidate vs reference", "metric",
+          "verdict", "change [95 % CI]", "n ref/cand", "p (seq.)",
+          "q (BH)", "replicated")
+
+
+def _row(a: ans.Answer, replicated: str) -> str:
+    q = a.question
+    cells = (q.name, a.backend, f"{q.candidate} vs {q.reference}",
+             f"{q.metric} ({q.better} is better)", verdict_text(a),
+             change_text(a), f"{a.n_ref}/{a.n_cand}", _p(a.p), _p(a.q),
+             replicated)
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(rows: Sequence[ans.Answer], replicated: dict[tuple[str, str],
+           str]) -> list[str]:
+    out = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    out += [_row(a, replicated.get((a.question.name, a.backend),
+                                   "not yet (one run)")) for a in rows]
+    return out
+
+
+def markdown(ra: RunAnswers,
+             replicated: dict[tuple[str, str], str] | None = None) -> str:
+    replicated = replicated or {}
+    primary = [a for a in ra.answers if not a.question.is_aa]
+    aa = [a for a in ra.answers if a.question.is_aa]
+    decided = sum(a.decided for a in primary)
+    out = [f"# Answers: run {ra.run_id} (sub-matrix {ra.submatrix})", ""]
+    if ra.flagged:
+        names = ", ".join(f"{a.question.name} on {a.backend}"
+                          for a in ra.flagged)
+        out += [f"**This run is flagged: its A/A control found a "
+                f"difference ({names}). Read no verdict below as a "
+                "result.**", ""]
+    out += [f"{decided} of {len(primary)} questions decided. "
+            + testbed(ra.records.values()), "",
+            METHOD.format(min_n=ra.design.min_n, max_n=ra.design.max_n,
+                          m=len(primary)), ""]
+    out += _table(primary, replicated)
+    if aa:
+        out += ["", "## Calibration (A/A)", "",
+                "The same kernel under two names: a difference here means "
+                "the run's noise is not what its tests assume.", ""]
+        out += _table(aa, replicated)
+    return "\n".join(out) + "\n"
+
+
+def replication_markdown(reps: Sequence[Replication]) -> str:
+    runs = [r for r, _ in reps[0].per_run] if reps else []
+    head = ["question", "backend", *(f"run {r}" for r in runs),
+            "heterogeneity", "pooled", "replicated"]
+    out = ["# Replication", "",
+           "Each run's verdict and interval side by side; heterogeneity is "
+           "Cochran's Q (p) and I^2 on the log ratio; the pooled estimate "
+           "joins cells with identical inputs (one look, exploratory). A "
+           "claim replicates when every run reached the same decided "
+           "verdict and two of them started at least an hour apart.", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for rep in reps:
+        per = {r: a for r, a in rep.per_run}
+        cols = [f"{verdict_text(per[r])}: {change_text(per[r])}"
+                if r in per else "-" for r in runs]
+        het = "-" if rep.q_stat is None else \
+            f"Q={rep.q_stat:.2f} (p={_p(rep.q_p)}), I^2={rep.i2:.0%}"
+        pooled = rep.pooled_note if rep.pooled is None else \
+            f"{pct(rep.pooled.pct)} [{rep.pooled.low:+.1f}, " \
+            f"{rep.pooled.high:+.1f}] ({rep.pooled_note})"
+        rep_text = "**yes**" if rep.replicated else f"no: {rep.why}"
+        out.append("| " + " | ".join([rep.question.name, rep.backend, *cols,
+                                      het, pooled, rep_text]) + " |")
+    return "\n".join(out) + "\n"
