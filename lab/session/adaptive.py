@@ -60,28 +60,36 @@ def next_round(matrix: Matrix, sub_name: str, run: Run,
         key = (c.variant, c.backend, c.workload)
         last[key] = max(last.get(key, 0), c.repeat)
     seconds = cell_seconds(ra.records.values())
-    picked: dict[str, Cell] = {}
+    counted: dict[tuple[str, str, str], int] = {}   # values, with planned
+    picked: list[Cell] = []
     estimate = 0.0
     for a in todo:
         q = a.question
-        target = min(a.n_ref, a.n_cand) + 1
-        add = []
+        # Below the minimum (cells failed, or a first session cut short
+        # by the budget) fill up to it; beyond it, one repeat more.
+        target = max(sub.repeats, min(a.n_ref, a.n_cand) + 1)
+        add: list[Cell] = []
+        reached: dict[tuple[str, str, str], int] = {}
         for variant, have in ((q.reference, a.n_ref),
                               (q.candidate, a.n_cand)):
             key = (variant, a.backend, q.workload)
-            if have < target:
-                cell = Cell(last.get(key, 0) + 1, *key)
-                if cell.id not in picked:
-                    add.append(cell)
+            count = max(counted.get(key, 0), have)
+            repeat = last.get(key, 0)
+            while count < target:
+                repeat += 1
+                count += 1
+                add.append(Cell(repeat, *key))
+            reached[key] = count
         cost = sum(seconds.get((c.backend, c.workload), UNKNOWN_CELL_S)
                    for c in add)
         if budget_left_s is not None and estimate + cost > budget_left_s:
             continue
-        for cell in add:
-            picked[cell.id] = cell
-            last[(cell.variant, cell.backend, cell.workload)] = cell.repeat
+        picked += add
+        counted.update(reached)
+        last.update({(c.variant, c.backend, c.workload): c.repeat
+                     for c in add})
         estimate += cost
-    cells = sorted(picked.values(), key=lambda c: (
+    cells = sorted(picked, key=lambda c: (
         c.repeat, c.workload, c.backend,
         matrix.order(sub_name, c.repeat, c.workload,
                      c.backend).index(c.variant)))

@@ -1,0 +1,90 @@
+"""Adaptive rounds: the next repeats go to undecided questions only,
+nearest a decision first, within the budget."""
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+from lab.paths import REPO
+from lab.results.store import open_results_dir
+from lab.session import adaptive
+from lab.spec.matrix import load_matrix
+
+REAL = REPO / "tests" / "data" / "results" / "quick-real"
+
+
+def write_cell(root: Path, template: dict, variant: str, backend: str,
+               workload: str, repeat: int, latency_us: float,
+               host_s: float) -> None:
+    """A real NVMe seq cell of quick-real, its latency set."""
+    doc = copy.deepcopy(template)
+    cid = f"{variant}-{backend}-{workload}-r{repeat}"
+    doc["cell"] = {"id": cid, "variant": variant, "backend": backend,
+                   "workload": workload, "repeat": repeat}
+    groups = doc["result"]["workload"]["result"]["groups"]
+    groups[0]["latency"]["avg_us"] = latency_us
+    doc["result"]["timing"]["host_total_s"] = host_s
+    (root / f"{cid}.json").write_text(json.dumps(doc))
+
+
+def make_run(tmp: Path, ra_latency: list[float],
+             again_latency: list[float]) -> Path:
+    """Three repeats of the aa-seq and ra-seq arms (the others absent)."""
+    root = tmp / "run"
+    root.mkdir()
+    shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
+    (root / "manifest.json").write_text(json.dumps({
+        "id": "run", "started": "2026-12-05T10:00:00Z",
+        "matrix": {"submatrix": "quick"}, "cells": []}))
+    template = json.loads((REAL / "base-nvme-seq-r1.json").read_text())
+    base = [170.0, 171.0, 169.0]
+    for rep in (1, 2, 3):
+        write_cell(root, template, "base", "nvme", "seq", rep,
+                   base[rep - 1], 12.0)
+        write_cell(root, template, "readahead", "nvme", "seq", rep,
+                   ra_latency[rep - 1], 12.0)
+        write_cell(root, template, "base-again", "nvme", "seq", rep,
+                   again_latency[rep - 1], 12.0)
+    return root
+
+
+def test_undecided_questions_get_the_next_repeat(tmp_path: Path) -> None:
+    matrix = load_matrix(REPO / "matrix.yaml")
+    # readahead 40 % faster, tightly: decided; the A/A noisy: undecided.
+    root = make_run(tmp_path, [102.0, 103.0, 101.5], [150.0, 190.0, 172.0])
+    plan = adaptive.next_round(matrix, "quick", open_results_dir(root),
+                               None)
+    ids = [c.id for c in plan.cells]
+    # ra-seq is decided: no readahead cell; aa-seq gets repeat 4 of
+    # both arms; the questions without any cells get nothing here (they
+    # have not reached the minimum: the first session runs those).
+    assert "readahead-nvme-seq-r4" not in ids
+    assert {"base-nvme-seq-r4", "base-again-nvme-seq-r4"} <= set(ids)
+    assert plan.decided >= 1
+
+
+def test_budget_cuts_the_round(tmp_path: Path) -> None:
+    matrix = load_matrix(REPO / "matrix.yaml")
+    root = make_run(tmp_path, [150.0, 190.0, 172.0], [150.0, 190.0, 172.0])
+    run = open_results_dir(root)
+    full = adaptive.next_round(matrix, "quick", run, None)
+    ids = [c.id for c in full.cells]
+    assert len(ids) == len(set(ids))
+    # base is shared by ra-seq and aa-seq: one repeat 4, not two.
+    assert "base-nvme-seq-r4" in ids and "base-nvme-seq-r5" not in ids
+    # Questions without cells fill up to the minimum of 3 per arm, each
+    # budgeted at UNKNOWN_CELL_S: the two seq questions fit in 40 s.
+    assert "thp-swapin-nvme-thp-reread-ro-r3" in ids
+    cut = adaptive.next_round(matrix, "quick", run, 40.0)
+    assert sorted(c.id for c in cut.cells) == [
+        "base-again-nvme-seq-r4", "base-nvme-seq-r4",
+        "readahead-nvme-seq-r4"]
+    assert cut.estimate_s == 36.0
+
+
+def test_cell_seconds_are_medians() -> None:
+    run = open_results_dir(REAL)
+    seconds = adaptive.cell_seconds(run.records().values())
+    assert 5 < seconds[("nvme", "seq")] < 60
