@@ -270,10 +270,21 @@ class Builder:
                                 stderr=subprocess.STDOUT, text=True,
                                 errors="replace")
         assert proc.stdout is not None
+        counts_file = self.root / "state" / "compiled-objects.json"
+        counts = read_counts(counts_file)
+        # The last build of this variant is the comparable one; a variant
+        # never built here is budgeted at the biggest build of its objects
+        # (a cold object directory compiles everything).
+        expected = counts["variant"].get(name) or \
+            counts["objdir"].get(objdir.name)
+        compiled = 0
         try:
             for line in proc.stdout:
                 out.write(line)
                 progress.note(line.strip()[:60])
+                if line.lstrip().startswith(("CC ", "AS ")):
+                    compiled += 1
+                    progress.count(compiled, expected)
         except BaseException:
             # Ctrl-C, SIGTERM (lab.procs.Terminated), a full disk: make
             # passes SIGTERM on to its compilers and deletes half-written
@@ -284,6 +295,20 @@ class Builder:
             out.flush()
             raise BuildFailed(name, "compile failed; last errors:\n" +
                               last_errors(log), log)
+        counts["variant"][name] = compiled
+        counts["objdir"][objdir.name] = max(
+            compiled, counts["objdir"].get(objdir.name, 0))
+        atomic_write(counts_file, json.dumps(counts, indent=1) + "\n")
+
+
+def read_counts(path: Path) -> dict[str, dict[str, int]]:
+    """Objects compiled by the last build of each variant, and the most
+    any build compiled in each object directory."""
+    try:
+        doc = json.loads(path.read_text())
+        return {"variant": dict(doc["variant"]), "objdir": dict(doc["objdir"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {"variant": {}, "objdir": {}}
 
 
 def last_errors(log: Path, count: int = 12) -> str:

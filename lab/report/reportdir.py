@@ -15,13 +15,13 @@ from pathlib import Path
 
 from lab.cache import atomic_write
 from lab.paths import REPO
-from lab.report import reliability
+from lab.report import reliability, verdicts
 from lab.report.figures import Figure, Results, write_figures
 from lab.report.slides import write_deck
 from lab.report.tables import write_report
 from lab.report.upstream import html_page, markdown, recommend
-from lab.results.store import Run
-from lab.results.store import run_matrix
+from lab.results.replication import RunAnswers
+from lab.results.store import Run, run_matrix
 
 REPORTS = REPO / "reports"
 
@@ -41,7 +41,7 @@ def slides_run(run: Run, dest: Path | None = None,
 
 
 def index_html(res: Results, figs: list[Figure], files: list[Path],
-               dest: Path) -> str:
+               dest: Path, answers: str = "") -> str:
     e = html.escape
 
     def link(p: Path) -> str:
@@ -54,7 +54,9 @@ def index_html(res: Results, figs: list[Figure], files: list[Path],
            "margin:1em auto}img{max-width:100%;border:1px solid #ddd}"
            "</style></head><body>",
            f"<h1>swaplab report: {e(res.source.run_id)}</h1>",
-           f"<p>{e(res.provenance())}</p><h2>Files</h2><ul>"]
+           f"<p>{e(res.provenance())}</p>",
+           verdicts.markdown_html(answers) if answers else "",
+           "<h2>Files</h2><ul>"]
     out += [f"<li>{link(p)}</li>" for p in files]
     out.append("</ul><h2>Figures</h2>")
     for f in figs:
@@ -82,12 +84,27 @@ def write_reliability(res: Results, out: Path,
     return [path, fig.png, fig.svg]
 
 
+def write_answers(run: Run, out: Path) -> str:
+    """answers.md when the run's sub-matrix declares questions ("" when
+    it does not)."""
+    matrix = run_matrix(run)
+    sub = (run.manifest.get("matrix") or {}).get("submatrix", "")
+    if sub not in matrix.matrices or not matrix.sub(sub).questions:
+        return ""
+    text = verdicts.markdown(RunAnswers.of(run, matrix))
+    atomic_write(out / "answers.md", text)
+    return text
+
+
 def build_report(run: Run, dest: Path | None = None,
                  all_metrics: bool = False, pdf: bool = True) -> list[Path]:
-    """Write the run's report directory; the paths, index.html first."""
+    """Write the run's report directory; the paths, index.html first.
+    A run of questions starts with its answers (answers.md)."""
     out = dest or default_dest(run)
     res = Results.of(run)
-    files = write_report(res.rows, res.source, out / "tables",
+    answers = write_answers(run, out)
+    files = [out / "answers.md"] if answers else []
+    files += write_report(res.rows, res.source, out / "tables",
                          res.samples.failed, all_metrics)
     figs = write_figures(res, out / "figures")
     files += [p for f in figs for p in (f.png, f.svg)]
@@ -100,5 +117,5 @@ def build_report(run: Run, dest: Path | None = None,
     files += write_deck(res, rec, figs, out, pdf)
     files += write_reliability(res, out, figs)
     index = out / "index.html"
-    atomic_write(index, index_html(res, figs, files, out))
+    atomic_write(index, index_html(res, figs, files, out, answers))
     return [index, *files]

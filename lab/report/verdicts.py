@@ -3,6 +3,8 @@ starts with, the A/A calibration rows, the testbed the numbers come
 from, and the replication table across runs (`lab answers`)."""
 from __future__ import annotations
 
+import html
+import re
 from typing import Iterable, Sequence
 
 from lab.results import answers as ans
@@ -145,3 +147,41 @@ def replication_markdown(reps: Sequence[Replication]) -> str:
         out.append("| " + " | ".join([rep.question.name, rep.backend, *cols,
                                       het, pooled, rep_text]) + " |")
     return "\n".join(out) + "\n"
+
+
+def markdown_html(text: str) -> str:
+    """The answers' Markdown as HTML for a report's front page: headings,
+    paragraphs and pipe tables (all this module writes)."""
+    out: list[str] = []
+    table: list[list[str]] = []
+
+    def inline(t: str) -> str:
+        t = html.escape(t)
+        return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", t)
+
+    def flush() -> None:
+        if not table:
+            return
+        head, *body = table
+        out.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>"
+                                           for c in head) + "</tr>")
+        out.extend("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row)
+                   + "</tr>" for row in body)
+        out.append("</table>")
+        table.clear()
+
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if not all(set(c) <= {"-"} for c in cells):
+                table.append(cells)
+            continue
+        flush()
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level + 1}>{inline(line.lstrip('# '))}"
+                       f"</h{level + 1}>")
+        elif line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    flush()
+    return "\n".join(out)
