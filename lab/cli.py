@@ -23,6 +23,7 @@ from lab import procs
 from lab.cache import cache_root, locked
 from lab.calibrate import dilation
 from lab.errors import LabError
+from lab.guest import cellspec
 from lab.guest import runner
 from lab.kernel.build import BuildFailed, Builder
 from lab.paths import REPO
@@ -273,7 +274,7 @@ def _make_workloads() -> None:
     """Bring the guest's programs up to date, as the kernels are: a fresh
     clone then runs, and a changed workload source is never measured with
     an old binary (make does nothing when nothing changed)."""
-    source = runner.WORKLOADS_BUILD.parent
+    source = cellspec.WORKLOADS_BUILD.parent
     if subprocess.run(["make", "-s", "-C", str(source)]).returncode != 0:
         raise LabError(f"building the guest's programs failed: "
                        f"'make -C {source}' (its output is above)")

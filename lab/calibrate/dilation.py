@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import LabError
+from lab.guest import cellspec
 from lab.guest import devices, runner
 from lab.spec.matrix import Backend, Guest
 
@@ -140,7 +141,7 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
         i = len(per_boot)
         out = cache / "dilation" / "boots" / \
             f"{build.key}-{int(time.time())}-{i}"
-        spec = runner.CellSpec(
+        spec = cellspec.CellSpec(
             cell_id=f"dilation-{i}", build=build,
             backend=Backend("dilation", "nvme", {"mdts": 9}), guest=guest,
             argv=["swaplab-dilate", "--trials", str(trials)], out_dir=out,
@@ -208,8 +209,8 @@ def factor_for(build: Any, backend: Backend, guest: Guest, cache: Path,
     return cached_factor(build, cache, acc, guest)
 
 
-def prepared(spec: runner.CellSpec, cache: Path,
-             acc: Any = None) -> runner.CellSpec:
+def prepared(spec: cellspec.CellSpec, cache: Path,
+             acc: Any = None) -> cellspec.CellSpec:
     """`spec` with the dilation factor its backend needs, measured
     before the boot."""
     if spec.dilation is not None:

@@ -19,12 +19,14 @@ from lab.cache import atomic_write
 from lab.calibrate import dilation
 from lab.errors import LabError
 from lab.guest import accel, qemu, runner
+from lab.paths import REPO
+from lab.guest import cellspec
 from lab.kernel.build import Build
 from lab.results import store
 from lab.results.record import complaints, workload_doc
 from lab.spec.matrix import Cell, Matrix
 
-SWAPBENCH = runner.WORKLOADS_BUILD / "swapbench"
+SWAPBENCH = cellspec.WORKLOADS_BUILD / "swapbench"
 CALIBRATION_US = 24
 GUEST_CALIBRATION = "etc/swaplab/calibration"
 
@@ -68,8 +70,8 @@ def inputs(matrix: Matrix, cell: Cell, build: Build, cache: Path) -> str:
              # every guest's kernel command line starts with it: a result
              # from another (rootfstype=tmpfs, say) is not this cell's
              "base_cmdline": " ".join(qemu.BASE_CMDLINE)}
-    for path in sorted(runner.WORKLOADS_BUILD.glob("*")) + sorted(
-            (runner.REPO / "workloads/agent/build").glob("*")):
+    for path in sorted(cellspec.WORKLOADS_BUILD.glob("*")) + sorted(
+            (REPO / "workloads/agent/build").glob("*")):
         if path.is_file():
             extra[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return store.inputs_hash(matrix, cell, build.key, extra)
@@ -107,10 +109,10 @@ def provenance(matrix: Matrix, cell: Cell, build: Build,
 
 
 def execute(matrix: Matrix, cell: Cell, build: Build, out_dir: Path,
-            cache: Path) -> tuple[runner.CellResult, dict[str, Any]]:
+            cache: Path) -> tuple[cellspec.CellResult, dict[str, Any]]:
     """Boot the cell; its result and provenance (never raises for what
     the guest does)."""
-    spec = dilation.prepared(runner.cell_spec(matrix, cell, build, out_dir),
+    spec = dilation.prepared(cellspec.cell_spec(matrix, cell, build, out_dir),
                              cache)
     spec.extra_files[GUEST_CALIBRATION] = calibration(cache)
     started = store.now_utc()

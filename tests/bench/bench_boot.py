@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from lab.cache import cache_root  # noqa: E402
+from lab.guest import cellspec
 from lab.guest import runner  # noqa: E402
 from lab.kernel.build import Build, load_build, read_bzimage_release  # noqa: E402
 from lab.spec.matrix import Backend, Guest  # noqa: E402
@@ -61,7 +62,7 @@ def main() -> int:
         for be in BACKENDS:
             host, guest_up = [], []
             for i in range(args.runs):
-                spec = runner.CellSpec(
+                spec = cellspec.CellSpec(
                     cell_id=f"bench-{be.name}-{i}", build=build, backend=be,
                     guest=guest, argv=["/bin/true"], timeout_s=60,
                     out_dir=Path(tmp) / f"{be.name}-{i}",

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lab import procs
+from lab.guest import cellspec
 from lab.guest import runner
 from lab.kernel.build import Build, read_bzimage_release
 from lab.spec.matrix import Backend, Guest
@@ -64,10 +65,10 @@ TIMINGS: dict[str, dict] = {}
 
 
 def make_spec(kernel, guest, out: Path, backend: str, argv: list[str],
-              **kw) -> runner.CellSpec:
+              **kw) -> cellspec.CellSpec:
     build, expect = kernel
     kw.setdefault("expect_suffix", expect)
-    return runner.CellSpec(
+    return cellspec.CellSpec(
         cell_id=f"t-{out.name}", build=build, backend=BACKENDS[backend],
         guest=guest, argv=argv, out_dir=out, workloads_dir=None,
         extra_programs=[MEMTEST], **kw)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.calibrate import dilation
+from lab.guest import cellspec
 from lab.guest import devices, runner
 from lab.kernel.build import Build
 from lab.spec.matrix import Backend, Guest
@@ -46,7 +47,7 @@ def probe(kernel, cache, backend: Backend, tests: str,
     argv = ["swaplab-probe", "--tests", tests, "--runtime-ms", "600"]
     if factor:
         argv += ["--dilation", f"{factor:.4f}"]
-    spec = runner.CellSpec(
+    spec = cellspec.CellSpec(
         cell_id=f"probe-{backend.name}", build=kernel, backend=backend,
         guest=GUEST, argv=argv, out_dir=out, timeout_s=240,
         workloads_dir=None)

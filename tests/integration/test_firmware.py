@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lab.guest import cellspec
 from lab.guest import qemu, runner
 from lab.kernel.build import Build
 from lab.spec.matrix import Backend, Guest
@@ -41,8 +42,8 @@ def need_ovmf():
 
 
 def spec(build: Build, firmware: str, out: Path, argv: list[str],
-         timeout_s: int = 300) -> runner.CellSpec:
-    return runner.CellSpec(
+         timeout_s: int = 300) -> cellspec.CellSpec:
+    return cellspec.CellSpec(
         cell_id=f"fw-{out.name}", build=build, backend=NVME,
         guest=guest(firmware), argv=argv, out_dir=out, timeout_s=timeout_s)
 
@@ -94,7 +95,7 @@ def test_boot_times():
     assert sea["host_to_workload_s"] <= 10
     # OVMF's firmware phase is slower under TCG; it must still come up
     # well within the runner's boot allowance.
-    assert efi["host_to_workload_s"] < runner.BOOT_ALLOWANCE_S / 2
+    assert efi["host_to_workload_s"] < cellspec.BOOT_ALLOWANCE_S / 2
 
 
 def test_firmware_mismatch_is_reported(base_build, lab_cache, tmp_path,

@@ -25,6 +25,7 @@ import pytest
 
 from lab.cache import cache_root, locked
 from lab.calibrate import dilation
+from lab.guest import cellspec
 from lab.guest import runner
 from lab.kernel.build import Build, Builder
 from lab.progress import Progress
@@ -62,7 +63,7 @@ def boot_result(matrix: Matrix, build: Build, backend: str, tmp: Path,
                 sysfs: dict[str, str] | None = None, guest: Guest = GUEST,
                 argv: list[str] = THP_SEQ) -> dict:
     """The result of one THP workload boot that ran clean."""
-    spec = runner.CellSpec(
+    spec = cellspec.CellSpec(
         cell_id=f"proof-{build.variant}-{backend}", build=build,
         backend=matrix.backends[backend], guest=guest, argv=argv,
         out_dir=tmp / f"{build.variant}-{backend}", timeout_s=600,
@@ -298,9 +299,9 @@ def test_ra_by_device_knobs_and_sync_class(builds: dict[str, Build],
 
 
 def knob_cell(matrix: Matrix, build: Build, tmp: Path,
-              sysfs: dict[str, str]) -> runner.CellResult:
+              sysfs: dict[str, str]) -> cellspec.CellResult:
     """A short boot on NVMe with `sysfs` set by the agent."""
-    spec = runner.CellSpec(
+    spec = cellspec.CellSpec(
         cell_id=f"proof-{build.variant}-knobs", build=build,
         backend=matrix.backends["nvme"], guest=GUEST,
         argv=["swapbench", "--size", "4M", "--passes", "1", "-q"],

@@ -76,7 +76,7 @@ def workloads_make(monkeypatch, tmp_path: Path, rule: str) -> Path:
     source = tmp_path / "workloads"
     source.mkdir()
     (source / "Makefile").write_text(f"all:\n\t{rule}\n")
-    monkeypatch.setattr(cli.runner, "WORKLOADS_BUILD", source / "build")
+    monkeypatch.setattr(cli.cellspec, "WORKLOADS_BUILD", source / "build")
     return source
 
 

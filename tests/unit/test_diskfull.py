@@ -23,7 +23,7 @@ import pytest
 
 from lab.cache import DiskFull, atomic_write, temp_name
 from lab.errors import LabError
-from lab.guest import runner
+from lab.guest import guestlog
 from lab.results.store import Run, Store, StoreWarning
 from lab.session.plugin import PROPERTY, StoreWriter
 from lab.spec.matrix import Cell, Matrix, load_matrix
@@ -237,7 +237,7 @@ def test_console_reader_drains_past_a_full_disk() -> None:
     """QEMU's console must be read to the end even when its log cannot be
     written, or the guest blocks on its serial port and the cell hangs."""
     rfd, wfd = os.pipe()
-    data = b"x" * 500_000 + runner.MARK_AGENT + b"\n" + b"y" * 500_000
+    data = b"x" * 500_000 + guestlog.MARK_AGENT + b"\n" + b"y" * 500_000
 
     def feed() -> None:
         with os.fdopen(wfd, "wb") as w:
@@ -245,7 +245,7 @@ def test_console_reader_drains_past_a_full_disk() -> None:
     writer = threading.Thread(target=feed)
     writer.start()
     with os.fdopen(rfd, "rb") as stream:
-        reader = runner.Console(stream, Path("/dev/full"), None, 0.0)
+        reader = guestlog.Console(stream, Path("/dev/full"), None, 0.0)
         reader.start()
         reader.join(timeout=30)
         writer.join(timeout=30)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lab.errors import MatrixError
+from lab.guest import cellspec
 from lab.spec.expect import Condition
 from lab.spec.matrix import Cell, describe, load_matrix
 
@@ -305,7 +306,6 @@ def test_repository_debug_matrix_stays_out_of_research_runs() -> None:
 
 def test_variant_timeout_scale(tmp_path: Path) -> None:
     """A slow (debug) kernel stretches its cells' timeouts, nothing else."""
-    from lab.guest import runner
     from lab.kernel.build import Build
     slow = GOOD.replace("    sysctl: {vm.page-cluster: 3}\n",
                         "    sysctl: {vm.page-cluster: 3}\n"
@@ -315,13 +315,13 @@ def test_variant_timeout_scale(tmp_path: Path) -> None:
     assert m.variants["readahead"].timeout_scale == 1.0
     build = Build("base", "k", "r", "linux-source-6.1", "", "", [], "", "",
                   0.0, str(tmp_path))
-    base = runner.cell_spec(m, Cell(1, "base", "nvme", "thp"), build,
+    base = cellspec.cell_spec(m, Cell(1, "base", "nvme", "thp"), build,
                             tmp_path / "c1")
-    other = runner.cell_spec(m, Cell(1, "readahead", "nvme", "thp"), build,
+    other = cellspec.cell_spec(m, Cell(1, "readahead", "nvme", "thp"), build,
                              tmp_path / "c2")
     assert (base.timeout_s, base.boot_allowance_s) == (300, 150)
     assert (other.timeout_s, other.boot_allowance_s) == \
-        (120, runner.BOOT_ALLOWANCE_S)
+        (120, cellspec.BOOT_ALLOWANCE_S)
     for value in ("0.5", "0", "fast", "101"):
         text = slow.replace("timeout_scale: 2.5", f"timeout_scale: {value}")
         path = make_tree(tmp_path / f"bad-{value}", text)

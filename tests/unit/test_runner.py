@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from lab.errors import LabError
-from lab.guest import accel, backends, frame, runner
+from lab.guest import (accel, backends, cellspec, frame, guestlog, runner,
+                       verdict)
 from lab.kernel.build import Build
 from lab.spec.matrix import Backend, Guest
 
@@ -41,7 +42,7 @@ def real_ovmf() -> dict:
     return frame.parse(REAL_OVMF.read_bytes())
 
 
-def spec(tmp_path: Path, payload: dict | None = None, **kw) -> runner.CellSpec:
+def spec(tmp_path: Path, payload: dict | None = None, **kw) -> cellspec.CellSpec:
     release = (payload or {}).get("kernel", {}).get("release", "6.1.192")
     build = Build("dev", "000000000000", release, "linux-source-6.1", "",
                   "", [], "", "", 0.0, str(tmp_path))
@@ -49,22 +50,22 @@ def spec(tmp_path: Path, payload: dict | None = None, **kw) -> runner.CellSpec:
     cell = (payload or {}).get("cell", "c1")
     argv = kw.pop("argv", ["swaplab-memtest"])
     guest = kw.pop("guest", GUEST)
-    return runner.CellSpec(cell, build, NVME, guest, argv, tmp_path, **kw)
+    return cellspec.CellSpec(cell, build, NVME, guest, argv, tmp_path, **kw)
 
 
-def verdict(tmp_path, payload=None, console="", timed_out=False, rc=0,
+def judged(tmp_path, payload=None, console="", timed_out=False, rc=0,
             err="", started=True, setup=None, **kw):
     data = frame.encode(payload) if payload is not None else b""
     s = spec(tmp_path, payload, **kw)
-    return runner.classify(s, setup, data, console, timed_out, rc, err,
+    return verdict.classify(s, setup, data, console, timed_out, rc, err,
                            started)
 
 
 def test_real_frame_is_ok(tmp_path, real):
     setup = backends.prepare(NVME, GUEST, tmp_path)
-    reason, detail, payload = verdict(tmp_path, real, setup=setup)
+    reason, detail, payload = judged(tmp_path, real, setup=setup)
     assert (reason, detail) == (None, "")
-    res = runner.build_result(spec(tmp_path, real), setup,
+    res = verdict.build_result(spec(tmp_path, real), setup,
                               accel.tcg("test"), None, "", payload, "",
                               {}, ["qemu"])
     assert res["outcome"] == "ok"
@@ -84,10 +85,10 @@ def test_real_frame_is_ok(tmp_path, real):
 
 def test_real_ovmf_frame_is_ok(tmp_path, real_ovmf):
     setup = backends.prepare(NVME, GUEST_OVMF, tmp_path)
-    reason, detail, payload = verdict(tmp_path, real_ovmf, setup=setup,
+    reason, detail, payload = judged(tmp_path, real_ovmf, setup=setup,
                                       guest=GUEST_OVMF)
     assert (reason, detail) == (None, "")
-    res = runner.build_result(spec(tmp_path, real_ovmf, guest=GUEST_OVMF),
+    res = verdict.build_result(spec(tmp_path, real_ovmf, guest=GUEST_OVMF),
                               setup, accel.tcg("test"), None, "", payload,
                               "", {}, ["qemu"])
     assert res["outcome"] == "ok"
@@ -105,11 +106,11 @@ def test_real_ovmf_frame_is_ok(tmp_path, real_ovmf):
 def test_wrong_firmware(tmp_path, frame_name, requested, saw):
     payload = frame.parse((DATA / frame_name).read_bytes())
     guest = Guest(256, 2, 512, requested, "")
-    r, detail, _ = verdict(tmp_path, payload, guest=guest)
+    r, detail, _ = judged(tmp_path, payload, guest=guest)
     assert r == "wrong-firmware"
     assert detail == (f"firmware {requested} requested, but the guest saw "
                       f"/sys/firmware/efi {saw}")
-    res = runner.build_result(spec(tmp_path, payload, guest=guest), None,
+    res = verdict.build_result(spec(tmp_path, payload, guest=guest), None,
                               None, r, detail, payload, "", {}, [])
     assert res["outcome"] == "failed" and res["reason"] == "wrong-firmware"
     assert res["firmware"]["requested"] == requested
@@ -125,28 +126,28 @@ def test_firmware_unreported_is_wrong_firmware(tmp_path, real, facts):
         del p["firmware"]
     else:
         p["firmware"] = facts
-    r, detail, _ = verdict(tmp_path, p)
+    r, detail, _ = judged(tmp_path, p)
     assert r == "wrong-firmware"
     assert "did not report whether /sys/firmware/efi exists" in detail
 
 
 def test_firmware_checked_after_identity_and_agent(tmp_path, real_ovmf):
-    r, _, _ = verdict(tmp_path, real_ovmf, expect_suffix="-base-0123abcd")
+    r, _, _ = judged(tmp_path, real_ovmf, expect_suffix="-base-0123abcd")
     assert r == "wrong-kernel"
     p = dict(real_ovmf, status="error", errors=[
         {"step": "mount", "error": "sysfs on /sys: No such device"}])
-    assert verdict(tmp_path, p)[0] == "agent-error"
+    assert judged(tmp_path, p)[0] == "agent-error"
 
 
 def test_wrong_kernel(tmp_path, real):
-    r, detail, _ = verdict(tmp_path, real, expect_suffix="-base-0123abcd")
+    r, detail, _ = judged(tmp_path, real, expect_suffix="-base-0123abcd")
     assert r == "wrong-kernel" and "-base-0123abcd" in detail
 
 
 def test_other_cells_frame(tmp_path, real):
     p = dict(real, cell="somebody-else")
     s = spec(tmp_path, real)      # expects the real cell id
-    r, _, _ = runner.classify(s, None, frame.encode(p), "", False, 0, "",
+    r, _, _ = verdict.classify(s, None, frame.encode(p), "", False, 0, "",
                               True)
     assert r == "bad-frame"
 
@@ -154,14 +155,14 @@ def test_other_cells_frame(tmp_path, real):
 def test_agent_error(tmp_path, real):
     p = dict(real, status="error", errors=[
         {"step": "swap", "error": "swapon /dev/nvme0n1: Invalid argument"}])
-    r, detail, _ = verdict(tmp_path, p)
+    r, detail, _ = judged(tmp_path, p)
     assert r == "agent-error" and "swapon" in detail
 
 
 def test_device_mismatch(tmp_path, real):
     setup = backends.prepare(Backend("hdd", "rotational", {}), GUEST,
                              tmp_path)
-    r, detail, _ = verdict(tmp_path, real, setup=setup)
+    r, detail, _ = judged(tmp_path, real, setup=setup)
     assert r == "device-mismatch" and "rotational" in detail
 
 
@@ -176,7 +177,7 @@ def test_device_mismatch(tmp_path, real):
 def test_workload_outcomes(tmp_path, real, change, reason):
     p = copy.deepcopy(real)
     p["workload"].update(change)
-    r, _, _ = verdict(tmp_path, p)
+    r, _, _ = judged(tmp_path, p)
     assert r == reason
 
 
@@ -184,18 +185,18 @@ def test_oom_kill_by_signal(tmp_path, real):
     p = copy.deepcopy(real)
     p["workload"].update(exit_code=None, signal=9)
     p["kernel_log"]["text"] += "<3>Out of memory: Killed process 71\n"
-    assert verdict(tmp_path, p)[0] == "oom"
+    assert judged(tmp_path, p)[0] == "oom"
 
 
 def test_panic(tmp_path):
-    r, detail, _ = verdict(tmp_path, console=PANIC_CONSOLE)
+    r, detail, _ = judged(tmp_path, console=PANIC_CONSOLE)
     assert r == "panic" and "sysrq triggered crash" in detail
 
 
 def test_panic_before_agent_is_boot_failure(tmp_path):
     console = "VFS: Cannot open root device\nKernel panic - not syncing: " \
               "VFS: Unable to mount root fs\n"
-    assert verdict(tmp_path, console=console, started=False)[0] == \
+    assert judged(tmp_path, console=console, started=False)[0] == \
         "boot-failure"
 
 
@@ -203,24 +204,24 @@ def test_init_killed_is_agent_error(tmp_path):
     console = PANIC_CONSOLE.replace(
         "sysrq triggered crash",
         "Attempted to kill init! exitcode=0x00000006")
-    assert verdict(tmp_path, console=console)[0] == "agent-error"
+    assert judged(tmp_path, console=console)[0] == "agent-error"
 
 
 def test_oom_panic(tmp_path):
     console = "swaplab-agent: start\nOut of memory and no killable " \
               "processes...\nKernel panic - not syncing: System is " \
               "deadlocked on memory\n"
-    assert verdict(tmp_path, console=console)[0] == "oom"
+    assert judged(tmp_path, console=console)[0] == "oom"
 
 
 def test_hang(tmp_path):
-    r, detail, _ = verdict(tmp_path, console="swaplab-agent: start\nx\n",
+    r, detail, _ = judged(tmp_path, console="swaplab-agent: start\nx\n",
                            timed_out=True)
     assert r == "hang" and "before the workload" in detail
 
 
 def test_qemu_failed_to_start(tmp_path):
-    r, detail, _ = verdict(tmp_path, rc=1, started=False,
+    r, detail, _ = judged(tmp_path, rc=1, started=False,
                            err="qemu: could not load kernel '/x'\n")
     assert r == "boot-failure" and "could not load kernel" in detail
 
@@ -230,13 +231,13 @@ def test_bad_frame(tmp_path, real, cut):
     data = frame.encode(real)
     data = data[:cut] if cut else b""
     s = spec(tmp_path, real)
-    r, detail, _ = runner.classify(s, None, data, "swaplab-agent: start",
+    r, detail, _ = verdict.classify(s, None, data, "swaplab-agent: start",
                                    False, 0, "", True)
     assert r == "bad-frame", detail
 
 
 def test_swap_flags():
-    f = runner.swap_flags
+    f = guestlog.swap_flags
     assert f("Adding 524284k swap on /dev/sda.  Priority:-2 extents:1 "
              "across:524284k ") == []
     assert f("Adding 524284k swap on /dev/pmem0.  Priority:-2 extents:1 "
@@ -247,11 +248,11 @@ def test_swap_flags():
 
 
 def test_parse_proc_files():
-    assert runner.parse_kv("pswpin 5\npswpout 7\n") == {"pswpin": 5,
+    assert guestlog.parse_kv("pswpin 5\npswpout 7\n") == {"pswpin": 5,
                                                          "pswpout": 7}
-    assert runner.parse_kv("MemTotal:  233 kB\nHugePages_Total: 0\n") == \
+    assert guestlog.parse_kv("MemTotal:  233 kB\nHugePages_Total: 0\n") == \
         {"MemTotal": 233, "HugePages_Total": 0}
-    ds = runner.parse_diskstats(
+    ds = guestlog.parse_diskstats(
         " 259  0 nvme0n1 1 2 3 4 5 6 7 8 0 9 10 0 0 0 0 0 0\n")
     assert ds["nvme0n1"][:4] == [1, 2, 3, 4]
 
@@ -262,7 +263,7 @@ def test_config_items_and_spec(tmp_path):
     s.sysctl = {"vm.page-cluster": "0"}
     s.trace = True
     setup = backends.prepare(NVME, GUEST, tmp_path)
-    items = runner.config_items(s, setup)
+    items = cellspec.config_items(s, setup)
     assert ("device", "/dev/nvme0n1") in items
     assert ("swap_kib", str(512 * 1024)) in items
     assert ("sysfs.kernel/mm/transparent_hugepage/enabled",
@@ -271,7 +272,7 @@ def test_config_items_and_spec(tmp_path):
     assert ("trace", "1") in items
     pm = backends.prepare(Backend("p", "pmem", {"mode": "nvdimm"}), GUEST,
                           tmp_path)
-    assert ("pmem_fsdax", "1") in runner.config_items(s, pm)
+    assert ("pmem_fsdax", "1") in cellspec.config_items(s, pm)
     assert [v for k, v in items if k == "arg"] == ["swaplab-memtest"]
 
 
@@ -318,20 +319,20 @@ def test_accel_without_dev_kvm(tmp_path, monkeypatch):
 def test_workload_schema_checked(tmp_path, real):
     p = copy.deepcopy(real)
     p["workload"]["stdout"] = '{"schema": "swapbench/1"}'
-    r, detail, _ = verdict(tmp_path, p)     # argv[0] is swaplab-memtest
+    r, detail, _ = judged(tmp_path, p)     # argv[0] is swaplab-memtest
     assert r == "workload-error" and "swaplab-memtest/1" in detail
     s = spec(tmp_path, p, argv=["swapbench", "--pattern", "seq"])
-    r, detail, _ = runner.classify(s, None, frame.encode(p), "", False, 0,
+    r, detail, _ = verdict.classify(s, None, frame.encode(p), "", False, 0,
                                    "", True)
     assert r == "workload-error" and "swapbench/3" in detail
     p["workload"]["stdout"] = '{"schema": "swapbench/3"}'
     for argv in (["swapbench", "--pattern", "seq"],
                  ["swapcycle", "--interval-ms", "5", "--", "swapbench"]):
         s = spec(tmp_path, p, argv=argv)
-        r, _, _ = runner.classify(s, None, frame.encode(p), "", False, 0,
+        r, _, _ = verdict.classify(s, None, frame.encode(p), "", False, 0,
                                   "", True)
         assert r is None, argv
-    assert runner.workload_program(["swapcycle", "--", "swaplab-dilate",
+    assert verdict.workload_program(["swapcycle", "--", "swaplab-dilate",
                                     "--kmsg", "--", "swapbench"]) == \
         "swapbench"
 
@@ -371,7 +372,7 @@ Adding 524284k swap on /dev/nvme0n1.  Priority:-2 extents:1 across:524284k SS
 
 
 def test_debug_kernel_banners_are_no_complaints():
-    assert runner.log_flags(DEBUG_BOOT) == {}
+    assert guestlog.log_flags(DEBUG_BOOT) == {}
 
 
 # First lines of the reports the debug build exists to catch, in 6.1's
@@ -402,7 +403,7 @@ def test_debug_kernel_banners_are_no_complaints():
 ])
 def test_debug_reports_are_flagged(line, flags):
     text = DEBUG_BOOT + line + "\nCall Trace:\n <TASK>\n"
-    assert set(runner.log_flags(text)) == flags
+    assert set(guestlog.log_flags(text)) == flags
 
 
 # Lines from real guest logs: thp-swapin on the nvme-faulty backend
@@ -426,7 +427,7 @@ push_ms=4409.021
 
 
 def test_swap_events_from_a_faulty_device():
-    ev = runner.swap_events(FAULTY_KLOG)
+    ev = guestlog.swap_events(FAULTY_KLOG)
     assert (ev["read_errors"], ev["write_errors"], ev["io_errors"]) == \
         (1, 1, 2)
     assert ev["swapcycle"] == [
@@ -436,6 +437,6 @@ def test_swap_events_from_a_faulty_device():
          "swapon": "skipped", "push_ms": 4409.021}]
     # a device error is no kernel complaint: the cell is judged by its
     # data and the kernel's own warnings
-    assert runner.log_flags(FAULTY_KLOG) == {}
-    assert runner.swap_events("") == {"read_errors": 0, "write_errors": 0,
+    assert guestlog.log_flags(FAULTY_KLOG) == {}
+    assert guestlog.swap_events("") == {"read_errors": 0, "write_errors": 0,
                                       "io_errors": 0, "swapcycle": []}

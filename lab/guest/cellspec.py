@@ -1,0 +1,109 @@
+"""What one boot needs (CellSpec), made from the matrix for a cell, and
+what it produced (CellResult)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.guest import backends
+from lab.kernel.build import Build
+from lab.paths import REPO
+from lab.spec.matrix import Backend, Cell, Guest, Matrix
+
+WORKLOADS_BUILD = REPO / "workloads" / "build"
+BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
+
+
+@dataclass
+class CellSpec:
+    """Everything one boot needs."""
+    cell_id: str
+    build: Build
+    backend: Backend
+    guest: Guest
+    argv: list[str]                         # the workload, in the guest
+    out_dir: Path                           # console log, result.json
+    timeout_s: int = 600                    # the workload's
+    sysfs: dict[str, str] = field(default_factory=dict)
+    sysctl: dict[str, str] = field(default_factory=dict)
+    cmdline: str = ""                       # variant's kernel cmdline
+    trace: bool = False                     # do_swap_page durations
+    interactive: bool = False               # workload on the console
+    test: str = ""                          # agent test switch
+    extra_files: dict[str, bytes] = field(default_factory=dict)
+    workloads_dir: Path | None = WORKLOADS_BUILD
+    extra_programs: list[Path] = field(default_factory=list)
+    expect_suffix: str | None = None        # default: -VARIANT-KEY
+    boot_allowance_s: int = BOOT_ALLOWANCE_S
+    labels: dict[str, Any] = field(default_factory=dict)   # into result
+    keep_images: bool = False               # keep the disk image after
+    # The device model's time dilation (lab.calibrate.dilation), measured
+    # before the boot; required when the backend asks for `auto`.
+    dilation: dict[str, Any] | None = None
+
+    @property
+    def identity(self) -> str:
+        if self.expect_suffix is not None:
+            return self.expect_suffix
+        return f"-{self.build.variant}-{self.build.key}"
+
+
+@dataclass
+class CellResult:
+    cell_id: str
+    outcome: str                 # ok | failed
+    reason: str | None
+    detail: str
+    result: dict[str, Any]
+    out_dir: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def console_log(self) -> Path:
+        return self.out_dir / "console.log"
+
+
+# ------------------------------------------------------------ from matrix
+
+def cell_spec(matrix: Matrix, cell: Cell, build: Build,
+              out_dir: Path) -> CellSpec:
+    """A matrix cell as a CellSpec (variant settings, then workload's;
+    the variant's timeout_scale stretches the workload's timeout and the
+    boot allowance for a slow debug kernel)."""
+    variant = matrix.variants[cell.variant]
+    workload = matrix.workloads[cell.workload]
+    scale = variant.timeout_scale
+    return CellSpec(
+        cell_id=cell.id, build=build, backend=matrix.backends[cell.backend],
+        guest=matrix.guest, argv=[workload.program, *workload.args],
+        out_dir=out_dir, timeout_s=math.ceil(workload.timeout_s * scale),
+        boot_allowance_s=math.ceil(BOOT_ALLOWANCE_S * scale),
+        sysfs={**variant.sysfs, **workload.sysfs},
+        sysctl={**variant.sysctl, **workload.sysctl},
+        cmdline=variant.cmdline, trace=workload.trace,
+        labels={"variant": cell.variant, "backend": cell.backend,
+                "workload": cell.workload, "repeat": cell.repeat})
+
+
+def config_items(spec: CellSpec, setup: backends.Setup) -> list[tuple]:
+    items: list[tuple[str, str]] = [("cell", spec.cell_id),
+                                    ("device", setup.device),
+                                    ("swap_kib", str(spec.guest.swap_mib
+                                                     * 1024))]
+    items += list(setup.agent)
+    items += [(f"sysfs.{k}", v) for k, v in spec.sysfs.items()]
+    items += [(f"sysctl.{k}", v) for k, v in spec.sysctl.items()]
+    items += [("arg", a) for a in spec.argv]
+    items.append(("timeout_s", str(spec.timeout_s)))
+    if spec.interactive:
+        items.append(("interactive", "1"))
+    if spec.trace:
+        items.append(("trace", "1"))
+    if spec.test:
+        items.append(("test", spec.test))
+    return items
