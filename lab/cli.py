@@ -28,7 +28,7 @@ from lab.guest import runner
 from lab.kernel.build import BuildFailed, Builder
 from lab.paths import REPO
 from lab.progress import Progress
-from lab.results.store import Store, open_results_dir
+from lab.results.store import Run, Store, open_results_dir
 from lab.spec.matrix import Matrix, describe, load_matrix
 from lab.spec.questions import as_duration_s
 from lab.spec.yamlsrc import Node
@@ -99,8 +99,11 @@ def _parser() -> argparse.ArgumentParser:
     sld = sub.add_parser("slides", help="the figures and the slide deck "
                          "(HTML and PDF) of a run")
     for cmd in (cmp, rep, sld):
-        cmd.add_argument("--run", default="latest",
-                         help="run id, unique prefix or 'latest'")
+        which = cmd.add_mutually_exclusive_group()
+        which.add_argument("--run", default="latest",
+                           help="run id, unique prefix or 'latest'")
+        which.add_argument("--results", type=Path, help="a directory of "
+                           "raw cell results (a committed reference run)")
     for cmd in (cmp, rep):
         cmd.add_argument("--all", action="store_true",
                          help="every metric, not only the headline ones")
@@ -196,8 +199,8 @@ def _run(args: argparse.Namespace) -> int:
     cells, run_id = _session(args, [], deadline)
     if sub.questions:
         cells = max(cells, _rounds(args, matrix, run_id, deadline))
-    report = argparse.Namespace(cache=args.cache, run=run_id, out=None,
-                                all=False, no_pdf=False)
+    report = argparse.Namespace(cache=args.cache, run=run_id, results=None,
+                                out=None, all=False, no_pdf=False)
     _report(report)
     return cells
 
@@ -320,19 +323,26 @@ def _boot(args: argparse.Namespace) -> int:
                            build, backend, matrix.guest, root))
 
 
+def _opened(args: argparse.Namespace) -> Run:
+    """The run a report command reads: --results DIR, else --run."""
+    if getattr(args, "results", None):
+        return open_results_dir(args.results)
+    return Store(cache_root(args.cache)).open(args.run)
+
+
 # The report stage loads numpy, scipy and matplotlib (about 1.5 s):
 # only the commands that report import it.
 
 def _compare(args: argparse.Namespace) -> int:
     from lab.report import tables
-    run = Store(cache_root(args.cache)).open(args.run)
+    run = _opened(args)
     print(tables.compare_run(run, args.base, args.others, args.all))
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
     from lab.report import reportdir
-    run = Store(cache_root(args.cache)).open(args.run)
+    run = _opened(args)
     paths = reportdir.build_report(run, args.out, args.all,
                                    pdf=not args.no_pdf)
     print(f"report of run {run.id}: {paths[0]}")
@@ -363,7 +373,7 @@ def _answers(args: argparse.Namespace) -> int:
 
 def _slides(args: argparse.Namespace) -> int:
     from lab.report import reportdir
-    run = Store(cache_root(args.cache)).open(args.run)
+    run = _opened(args)
     for path in reportdir.slides_run(run, args.out, pdf=not args.no_pdf):
         print(path)
     return 0

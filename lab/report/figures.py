@@ -247,11 +247,13 @@ def finish(fig: plt.Figure, res: Results, title: str, name: str,
     fig.tight_layout(rect=(0, 0.06, 1, 0.95))
     dest.mkdir(parents=True, exist_ok=True)
     png, svg = dest / f"{name}.png", dest / f"{name}.svg"
-    fig.savefig(png, dpi=DPI)
+    # No creation date in either file: a report regenerated from the same
+    # raw results is the same, byte for byte.
+    fig.savefig(png, dpi=DPI, metadata={"Software": None})
     # Text as paths: the SVG looks the same without the fonts installed.
     with matplotlib.rc_context({"svg.fonttype": "path",
                                 "svg.hashsalt": name}):
-        fig.savefig(svg)
+        fig.savefig(svg, metadata={"Date": None})
     plt.close(fig)
     return Figure(name, title, png, svg)
 

@@ -553,12 +553,14 @@ def _submatrix(name: str, node: Node, dims: dict[str, dict],
                           f"sub-matrix '{name}'; expected one of: "
                           f"{', '.join(variants)}")
     qnode = fields.get("questions")
-    asked = tuple(as_names(qnode, "a question name")) if qnode else ()
-    for q in asked:
-        if q not in questions:
-            raise qnode.error(f"unknown question '{q}'; expected one of: "
-                              f"{', '.join(questions) or '(none declared)'}")
-    if asked:
+    asked: tuple[str, ...] = ()
+    if qnode is not None:
+        asked = tuple(as_names(qnode, "a question name"))
+        for q in asked:
+            if q not in questions:
+                raise qnode.error(
+                    f"unknown question '{q}'; expected one of: "
+                    f"{', '.join(questions) or '(none declared)'}")
         check_covered(tuple(questions[q] for q in asked), name, variants,
                       backends, workloads, qnode)
     mnode = fields.get("max_repeats")
