@@ -107,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     for cmd in (cmp, rep):
         cmd.add_argument("--all", action="store_true",
                          help="every metric, not only the headline ones")
+    rep.add_argument("--raw", action="store_true", help="also copy the "
+                     "run's cell results (no logs) into raw/, so that the "
+                     "report regenerates from the checkout (reference runs)")
     for cmd in (rep, sld):
         cmd.add_argument("--out", type=Path, help="directory (default: "
                          "reports/<run-id>)")
@@ -345,6 +348,8 @@ def _report(args: argparse.Namespace) -> int:
     run = _opened(args)
     paths = reportdir.build_report(run, args.out, args.all,
                                    pdf=not args.no_pdf)
+    if getattr(args, "raw", False):
+        paths += reportdir.write_raw(run, paths[0].parent / "raw")
     print(f"report of run {run.id}: {paths[0]}")
     return 0
 

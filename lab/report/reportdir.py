@@ -119,3 +119,19 @@ def build_report(run: Run, dest: Path | None = None,
     index = out / "index.html"
     atomic_write(index, index_html(res, figs, files, out, answers))
     return [index, *files]
+
+
+def write_raw(run: Run, dest: Path) -> list[Path]:
+    """The run's manifest, matrix and cell results, without logs: what
+    `lab report --results DIR` and `lab answers --results DIR` read."""
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in ("manifest.json", "matrix.yaml"):
+        if (run.root / name).is_file():
+            atomic_write(dest / name, (run.root / name).read_bytes())
+            out.append(dest / name)
+    for cell_id in sorted(run.records()):
+        src = run.cell_file(cell_id)
+        atomic_write(dest / src.name, src.read_bytes())
+        out.append(dest / src.name)
+    return out

@@ -153,7 +153,8 @@ class Run:
 
     @property
     def id(self) -> str:
-        return self.root.name
+        # A run's raw results committed under reports/<id>/raw keep its id.
+        return str(self.manifest.get("id") or self.root.name)
 
     def cell_file(self, cell_id: str) -> Path:
         return self.root / f"{cell_id}.json"
