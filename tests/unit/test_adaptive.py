@@ -33,7 +33,7 @@ def make_run(tmp: Path, ra_latency: list[float],
              again_latency: list[float]) -> Path:
     """Three repeats of the aa-seq and ra-seq arms (the others absent)."""
     root = tmp / "run"
-    root.mkdir()
+    root.mkdir(parents=True)
     shutil.copy(REPO / "matrix.yaml", root / "matrix.yaml")
     (root / "manifest.json").write_text(json.dumps({
         "id": "run", "started": "2026-12-05T10:00:00Z",
@@ -88,3 +88,33 @@ def test_cell_seconds_are_medians() -> None:
     run = open_results_dir(REAL)
     seconds = adaptive.cell_seconds(run.records().values())
     assert 5 < seconds[("nvme", "seq")] < 60
+
+
+def test_answers_command_on_raw_results(tmp_path: Path, capsys) -> None:
+    from lab import cli
+    root = make_run(tmp_path, [102.0, 103.0, 101.5], [171.0, 169.5, 170.2])
+    assert cli.main(["answers", "--results", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# Answers: run run (sub-matrix quick)")
+    assert "| ra-seq | nvme | readahead vs base |" in out
+    assert "**better** by 39.9 % | -39.9 % [-40.8, -39.0] | 3/3 |" in out
+    assert "## Calibration (A/A)" in out and "flagged" not in out
+    assert "Testbed: guests under TCG" in out
+    assert "no data (metric not measured)" in out      # thp1-swpout
+
+
+def test_replication_across_two_raw_runs(tmp_path: Path, capsys) -> None:
+    from lab import cli
+    first = make_run(tmp_path / "a", [102.0, 103.0, 101.5],
+                     [171.0, 169.5, 170.2])
+    second = make_run(tmp_path / "b", [104.0, 102.0, 103.5],
+                      [170.0, 171.5, 169.2])
+    manifest = json.loads((second / "manifest.json").read_text())
+    manifest["started"] = "2026-12-05T12:30:00Z"
+    (second / "manifest.json").write_text(json.dumps(manifest))
+    assert cli.main(["answers", "--results", f"{first},{second}"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines()
+               if line.startswith("| ra-seq | nvme | **better**"))
+    assert row.endswith("| **yes** |")
+    assert "Q=" in row and "pooled n=6/6" in row
