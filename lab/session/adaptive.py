@@ -75,7 +75,9 @@ def next_round(matrix: Matrix, sub_name: str, run: Run,
             key = (variant, a.backend, q.workload)
             count = max(counted.get(key, 0), have)
             repeat = last.get(key, 0)
-            while count < target:
+            # An arm whose cells keep failing gets no further repeats
+            # past twice the cap: the question stays undecided.
+            while count < target and repeat < 2 * sub.max_repeats:
                 repeat += 1
                 count += 1
                 add.append(Cell(repeat, *key))

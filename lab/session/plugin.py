@@ -134,6 +134,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Past the run's budget, the remaining cells are skipped (not
+    failed): the next `lab run` resumes with them."""
+    deadline = item.config.getoption("--deadline")
+    if deadline is not None and time.time() > deadline:
+        pytest.skip("budget spent")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: tell each worker which run it contributes to."""
@@ -209,8 +217,6 @@ class StoreWriter:
         if self.deadline is not None:
             rest = self.deadline - time.time()
             left = f", budget left {max(rest, 0) / 60:.1f} min"
-            if rest <= 0 and self.session is not None:
-                self.session.shouldstop = "swaplab: budget spent"
         print(f"\nswaplab: {self.done}/{self.planned} cells of this round"
               f"{left}", flush=True)
 
