@@ -1,8 +1,9 @@
 """A/A false positives of the answers' sequential design, resampled from
 real stored cells.
 
-For every arm of a run's questions (variant, backend, workload, primary
-metric) with at least 6 measured cells, the cells are shuffled and split
+For every arm of a run's questions (kernel, backend, workload, primary
+metric; an A/A twin's cells count with its reference's, one kernel) with
+at least 6 measured cells, the cells are shuffled and split
 into two pseudo-arms of the same kernel; the split is answered like a
 question (looks from 3 repeats on, alpha spent over them, stopping at
 the first decision). Every "better" or "worse" is a false positive.
@@ -26,7 +27,8 @@ from lab.errors import LabError  # noqa: E402
 from lab.results import answers as ans  # noqa: E402
 from lab.results.metrics import gather  # noqa: E402
 from lab.results.replication import RunAnswers  # noqa: E402
-from lab.results.store import Store, open_results_dir  # noqa: E402
+from lab.results.store import (Store, open_results_dir,  # noqa: E402
+                               run_matrix)
 
 
 def resample(values: list[float], rng: random.Random, delta: float,
@@ -62,13 +64,19 @@ def main() -> int:
         print(f"bench_answers: {exc}", file=sys.stderr)
         return 1
     values = gather(ra.records.values()).values
-    arms = {}
+    kernel_of = {name: v.kernel for name, v in run_matrix(run).variants.items()}
+    # An arm is one kernel: an A/A twin's cells (same build, same inputs
+    # but the name) join its reference's.
+    arms: dict[tuple[str, str, str, str], tuple[list[float], float]] = {}
     for q in ra.questions:
         for be in q.backends:
             for v in (q.reference, q.candidate):
-                vals = values.get((q.workload, be, q.metric, v), [])
+                key = (kernel_of[v], be, q.workload, q.metric)
+                vals = [x for name, k in kernel_of.items() if k == key[0]
+                        for x in values.get((q.workload, be, q.metric, name),
+                                            [])]
                 if len(vals) >= 6:
-                    arms[(v, be, q.workload, q.metric)] = (vals, q.delta_pct)
+                    arms[key] = (vals, q.delta_pct)
     if not arms:
         print(f"run {run.id}: no arm has 6 cells; nothing to resample")
         return 1
