@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -191,12 +192,15 @@ def boot(build: Build, backend: Backend, guest: Guest, command: str,
     variant's kernel cmdline and sysfs/sysctl settings apply if given."""
     cache = cache or cache_root()
     out = out or sys.stdout
+    # Two lab boots of one variant and backend may run at once: each has
+    # its own disk images and logs (sharing a swap image panicked a guest).
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    own = f"{build.variant}-{backend.name}-{os.getpid()}"
     spec = CellSpec(
-        cell_id=f"boot-{build.variant}-{backend.name}",
+        cell_id=f"boot-{own}",
         build=build, backend=backend, guest=guest,
         argv=["/bin/sh", "-c", command], timeout_s=timeout_s,
-        out_dir=cache / "boot" / f"{stamp}-{build.variant}-{backend.name}",
+        out_dir=cache / "boot" / f"{stamp}-{own}",
         cmdline=variant.cmdline if variant else "",
         sysfs=dict(variant.sysfs) if variant else {},
         sysctl=dict(variant.sysctl) if variant else {},

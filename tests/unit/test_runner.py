@@ -440,3 +440,25 @@ def test_swap_events_from_a_faulty_device():
     assert guestlog.log_flags(FAULTY_KLOG) == {}
     assert guestlog.swap_events("") == {"read_errors": 0, "write_errors": 0,
                                       "io_errors": 0, "swapcycle": []}
+
+
+def test_concurrent_boots_have_their_own_images(tmp_path, monkeypatch,
+                                                capsys):
+    """Two `lab boot`s of one variant and backend at once: each process
+    gets its own image directory (swap.img) and log directory."""
+    seen = []
+
+    def fake_run(spec, cache, echo=None):
+        seen.append(spec)
+        return cellspec.CellResult(spec.cell_id, "failed", "lab-error",
+                                   "not booted", {}, spec.out_dir)
+    monkeypatch.setattr(runner, "run_cell", fake_run)
+    build = Build("base", "000000000000", "6.1.192-base-000000000000",
+                  "linux-source-6.1", "", "", [], "", "", 0.0, str(tmp_path))
+    for pid in (101, 102):
+        monkeypatch.setattr(runner.os, "getpid", lambda pid=pid: pid)
+        assert runner.boot(build, NVME, GUEST, "true", cache=tmp_path) == 255
+    assert [s.cell_id for s in seen] == ["boot-base-nvme-101",
+                                         "boot-base-nvme-102"]
+    assert seen[0].out_dir != seen[1].out_dir
+    assert capsys.readouterr().err.count("lab boot: failed") == 2
