@@ -27,11 +27,12 @@ def pct(x: float) -> str:
     return f"{x:+.1f} %"
 
 
-def change_text(a: ans.Answer) -> str:
-    if a.last is None:
-        return "-"
-    lk = a.last
+def look_text(lk: ans.Look) -> str:
     return f"{pct(lk.pct)} [{lk.low:+.1f}, {lk.high:+.1f}]"
+
+
+def change_text(a: ans.Answer) -> str:
+    return "-" if a.last is None else look_text(a.last)
 
 
 def verdict_text(a: ans.Answer) -> str:
@@ -141,8 +142,7 @@ def replication_markdown(reps: Sequence[Replication]) -> str:
         het = "-" if rep.q_stat is None else \
             f"Q={rep.q_stat:.2f} (p={_p(rep.q_p)}), I^2={rep.i2:.0%}"
         pooled = rep.pooled_note if rep.pooled is None else \
-            f"{pct(rep.pooled.pct)} [{rep.pooled.low:+.1f}, " \
-            f"{rep.pooled.high:+.1f}] ({rep.pooled_note})"
+            f"{look_text(rep.pooled)} ({rep.pooled_note})"
         rep_text = "**yes**" if rep.replicated else f"no: {rep.why}"
         out.append("| " + " | ".join([rep.question.name, rep.backend, *cols,
                                       het, pooled, rep_text]) + " |")

@@ -181,6 +181,23 @@ def sequential(ref: Sequence[float], cand: Sequence[float],
     return last, min(p_seq, 1.0), min(p_eq_seq, 1.0)
 
 
+def first_look_differs(a: Sequence[float], b: Sequence[float],
+                       delta_pct: float, design: Design,
+                       every_look_at_alpha: bool = False) -> bool:
+    """Looking after each repeat and stopping at the first decision, is
+    a difference called? (For A/A checks: the two samples come from one
+    kernel.) every_look_at_alpha tests each look at the full alpha, the
+    unprotected design the spending replaces, and never stops early."""
+    for n in range(design.min_n, min(len(a), len(b), design.max_n) + 1):
+        lk = look(a[:n], b[:n], delta_pct)
+        level = ALPHA if every_look_at_alpha else ALPHA * design.weight(n)
+        if lk.p <= level:
+            return True
+        if not every_look_at_alpha and lk.p_equiv <= level:
+            return False            # decided: equivalent
+    return False
+
+
 Samples = Mapping[tuple[str, str, str, str], Sequence[float]]
 
 

@@ -37,16 +37,8 @@ def resample(values: list[float], rng: random.Random, delta: float,
     shuffled = values[:]
     rng.shuffle(shuffled)
     k = len(shuffled) // 2
-    a, b = shuffled[:k], shuffled[k:2 * k]
-    design = ans.Design(3, k)
-    for n in range(3, k + 1):
-        lk = ans.look(a[:n], b[:n], delta)
-        level = ans.ALPHA if naive else ans.ALPHA * design.weight(n)
-        if lk.p <= level:
-            return True
-        if not naive and lk.p_equiv <= ans.ALPHA * design.weight(n):
-            return False            # decided: equivalent, stop
-    return False
+    return ans.first_look_differs(shuffled[:k], shuffled[k:2 * k], delta,
+                                  ans.Design(3, k), naive)
 
 
 def main() -> int:

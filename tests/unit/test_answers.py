@@ -122,12 +122,7 @@ def aa_false_positive_rate(runs: int, cv: float, design: ans.Design,
     for _ in range(runs):
         ref = [rng.lognormvariate(0, cv) for _ in range(design.max_n)]
         cand = [rng.lognormvariate(0, cv) for _ in range(design.max_n)]
-        for n in range(design.min_n, design.max_n + 1):
-            lk = ans.look(ref[:n], cand[:n], 5.0)
-            level = ans.ALPHA if naive else ans.ALPHA * design.weight(n)
-            if lk.p <= level:
-                hits += 1
-                break
+        hits += ans.first_look_differs(ref, cand, 5.0, design, naive)
     return hits / runs
 
 
