@@ -12,6 +12,7 @@
 
 #include "json.h"
 #include "swapbench.h"
+#include "swapout.h"
 
 static const char *const status_names[] = {
 	[ST_NOTRUN] = "notrun",
@@ -123,6 +124,42 @@ static double agg_wall(const struct agg *a)
 static double rate(double n, double s)
 {
 	return s > 0 ? n / s : 0;
+}
+
+/*
+ * Fill mode: pages written to swap per second over the steady part of the
+ * fill (swapout.h), beside how long that part and the lead-in were.
+ */
+static void emit_swapout(struct jw *w, const struct swapout_trace *tr,
+			 const struct agg *a)
+{
+	struct swapout_steady st;
+
+	if (!tr || a->t_start == UINT64_MAX) {
+		jw_null(w, "swapout");
+		return;
+	}
+	swapout_steady(tr, a->t_start, a->t_end, &st);
+	jw_obj_begin(w, "swapout");
+	jw_u64(w, "interval_ms", SO_INTERVAL_MS);
+	jw_u64(w, "samples", tr->n);
+	jw_bool(w, "truncated", tr->truncated);
+	jw_bool(w, "realtime", tr->rt);
+	if (tr->err)
+		jw_str(w, "error", strerror(tr->err));
+	else
+		jw_null(w, "error");
+	jw_u64(w, "pages", st.pages);
+	jw_dbl(w, "start_s", st.start_s, 6);
+	jw_u64(w, "window_samples", st.window_samples);
+	if (st.valid) {
+		jw_dbl(w, "steady_s", st.steady_s, 6);
+		jw_dbl(w, "steady_pages_per_s", st.pages_per_s, 1);
+	} else {
+		jw_null(w, "steady_s");
+		jw_null(w, "steady_pages_per_s");
+	}
+	jw_obj_end(w);
 }
 
 static void jw_kb(struct jw *w, const char *key, int64_t kb)
@@ -472,6 +509,7 @@ void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 		jw_u64(&w, "written_bytes", tot->pages * cfg->page_size);
 		jw_dbl(&w, "wall_s", wall, 6);
 		jw_dbl(&w, "write_bytes_per_s", rate(bytes, wall), 1);
+		emit_swapout(&w, res->swapout, tot);
 		jw_obj_end(&w);
 	} else {
 		jw_null(&w, "fill");

@@ -66,8 +66,8 @@ static void barrier_arrive(struct sb_shared *sh, unsigned int pidx,
  * of all arrivals no longer tells: count each process on its own, a
  * gone one as if all its tasks had arrived.
  */
-static bool barrier_done(const struct sb_config *cfg,
-			 const struct sb_shared *sh, unsigned int id)
+bool barrier_done(const struct sb_config *cfg, const struct sb_shared *sh,
+		  unsigned int id)
 {
 	unsigned int i, n = 0;
 

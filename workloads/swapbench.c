@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "swapbench.h"
+#include "swapout.h"
 #include "work.h"
 
 #define OOM_ADJ "/proc/self/oom_score_adj"
@@ -276,6 +277,7 @@ static void wait_children(const struct sb_config *cfg, struct sb_shared *sh,
 
 static int run(const struct sb_config *cfg)
 {
+	struct swapout_trace *so = NULL;
 	struct sb_result res;
 	struct sb_shared *sh;
 	struct rusage ru;
@@ -293,7 +295,20 @@ static int run(const struct sb_config *cfg)
 	}
 	protect_parent();
 	start_children(cfg, sh, res.procs, &live);
+	res.swapout = NULL;
+	if (cfg->mode == MODE_FILL) {
+		so = calloc(1, sizeof(*so));
+		if (so)
+			swapout_start(so, cfg, sh);
+		else
+			fprintf(stderr, "swapbench: no memory for the "
+				"swap-out trace\n");
+	}
 	wait_children(cfg, sh, res.procs, live);
+	if (so) {
+		swapout_stop(so);
+		res.swapout = so;
+	}
 
 	getrusage(RUSAGE_CHILDREN, &ru);
 	res.minflt = (uint64_t)ru.ru_minflt;
@@ -318,6 +333,7 @@ static int run(const struct sb_config *cfg)
 	if (!cfg->quiet)
 		report_human(cfg, sh, &res);
 	free(res.procs);
+	free(so);
 	munmap(sh, len);
 	return res.exit_code;
 }

@@ -13,7 +13,7 @@
 #include "pattern.h"
 #include "verify.h"
 
-#define SB_SCHEMA	"swapbench/3"
+#define SB_SCHEMA	"swapbench/4"
 #define SB_MAX_GROUPS	2
 #define SB_MAX_PROCS	1024
 #define SB_MAX_THREADS	256
@@ -193,6 +193,8 @@ int status_of_exit(int code);
 int child_main(const struct sb_config *cfg, struct sb_shared *sh,
 	       unsigned int group, unsigned int proc);
 void fg_check_stop(const struct sb_config *cfg, struct sb_shared *sh);
+bool barrier_done(const struct sb_config *cfg, const struct sb_shared *sh,
+		  unsigned int id);
 void dump_order(const struct sb_config *cfg);
 
 /* report.c */
@@ -207,12 +209,15 @@ struct sb_proc {
 	uint64_t majflt;
 };
 
+struct swapout_trace;
+
 struct sb_result {
 	int status;
 	int exit_code;
 	uint64_t minflt;		/* RUSAGE_CHILDREN */
 	uint64_t majflt;
 	struct sb_proc *procs;
+	const struct swapout_trace *swapout;	/* fill mode, else NULL */
 };
 
 const char *status_name(int st);

@@ -34,7 +34,7 @@ from lab.guest.guestlog import (MARK_WORKLOAD, OOM_RE, PANIC_RE, deltas,
                                 log_flags, snapshot, strip_klog, swap_events,
                                 swap_flags)
 
-SCHEMAS = {"swapbench": "swapbench/3", "swaplab-memtest": "swaplab-memtest/1"}
+SCHEMAS = {"swapbench": "swapbench/4", "swaplab-memtest": "swaplab-memtest/1"}
 # Programs that run the workload named after their "--" in the same
 # process (exec): the output is the workload's.
 WRAPPERS = ("swapcycle", "swaplab-dilate")

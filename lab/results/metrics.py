@@ -32,7 +32,7 @@ GROUP_FIELDS: dict[str, tuple[str, str, bool]] = {
 # (workloads/README.md), but /2's data check writes 8 stamp words per page
 # where /1 wrote 2, so CPU-bound figures of the two are not compared (runs
 # differ in inputs)
-SWAPBENCH = ("swapbench/1", "swapbench/2", "swapbench/3")
+SWAPBENCH = ("swapbench/1", "swapbench/2", "swapbench/3", "swapbench/4")
 LATENCY_FIELDS = ("avg_us", "min_us", "max_us", "p50_us", "p60_us",
                   "p70_us", "p80_us", "p90_us", "p95_us", "p99_us",
                   "p999_us")
@@ -132,7 +132,7 @@ def _swapbench(doc: Mapping[str, Any]) -> dict[str, Metric]:
     if len(groups) > 1 and doc.get("total"):
         groups.append(("total", doc["total"]))
     page_size = (doc.get("system") or {}).get("page_size") or PAGE
-    out: dict[str, Metric] = {}
+    out: dict[str, Metric] = _swapout(doc.get("fill") or {})
     for name, agg in groups:
         for field, (unit, better, head) in GROUP_FIELDS.items():
             if agg.get(field) is not None:
@@ -161,6 +161,26 @@ def _swapbench(doc: Mapping[str, Any]) -> dict[str, Metric]:
                         float(lat[field]), "us", LOWER,
                         field in LATENCY_HEADLINE)
     return out
+
+
+# Fill mode's swap-out over the steady part of the fill (10 % to 90 % of
+# the pages it wrote to swap): the seeds' vmstat "so" rate.
+SWAPOUT_FIELDS: dict[str, tuple[str, str, bool]] = {
+    "steady_pages_per_s": ("pages/s", HIGHER, True),
+    "steady_s": ("s", NEUTRAL, False),
+    "start_s": ("s", NEUTRAL, False),
+    "pages": ("pages", NEUTRAL, False),
+}
+
+
+def _swapout(fill: Mapping[str, Any]) -> dict[str, Metric]:
+    so = fill.get("swapout") or {}
+    if so.get("error") or so.get("truncated"):
+        return {}
+    return {f"swapbench.fill.swapout.{field}": Metric(float(so[field]), unit,
+                                                      better, head)
+            for field, (unit, better, head) in SWAPOUT_FIELDS.items()
+            if so.get(field) is not None}
 
 
 def _later_pass_s(doc: Mapping[str, Any], group: str) -> float | None:

@@ -324,8 +324,8 @@ def test_workload_schema_checked(tmp_path, real):
     s = spec(tmp_path, p, argv=["swapbench", "--pattern", "seq"])
     r, detail, _ = verdict.classify(s, None, frame.encode(p), "", False, 0,
                                    "", True)
-    assert r == "workload-error" and "swapbench/3" in detail
-    p["workload"]["stdout"] = '{"schema": "swapbench/3"}'
+    assert r == "workload-error" and "swapbench/4" in detail
+    p["workload"]["stdout"] = '{"schema": "swapbench/4"}'
     for argv in (["swapbench", "--pattern", "seq"],
                  ["swapcycle", "--interval-ms", "5", "--", "swapbench"]):
         s = spec(tmp_path, p, argv=argv)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 BINARY = WORKLOADS / "build" / "swapbench"
 SWAPCYCLE = WORKLOADS / "build" / "swapcycle"
-SCHEMA = "swapbench/3"
+SCHEMA = "swapbench/4"
 HOOK_ENV = ("SWAPBENCH_CORRUPT_PAGE", "SWAPBENCH_KILL_PAGE",
             "SWAPBENCH_SIGBUS_PAGE")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -62,7 +62,11 @@ LAT_KEYS = {"samples", "avg_us", "min_us", "max_us"} | \
 MIS_KEYS = {"task", "group", "fork", "page", "addr", "offset", "pass",
             "expected", "found"}
 FILL_KEYS = {"target_frac", "target_bytes", "written_bytes", "wall_s",
-             "write_bytes_per_s"}
+             "write_bytes_per_s", "swapout"}
+SWAPOUT_KEYS = {"interval_ms", "samples", "truncated", "realtime", "error",
+                "pages",
+                "start_s", "window_samples", "steady_s",
+                "steady_pages_per_s"}
 
 
 @pytest.fixture(scope="session")
@@ -679,6 +683,11 @@ def test_fill_mode(swapbench):
     assert doc["mode"] == "fill"
     assert doc["fill"]["written_bytes"] == 2 * 4 * 2 ** 20
     assert doc["fill"]["write_bytes_per_s"] > 0
+    # the host run swaps nothing out: sampled, but no steady rate
+    swapout = doc["fill"]["swapout"]
+    assert set(swapout) == SWAPOUT_KEYS
+    assert swapout["samples"] >= 2 and swapout["error"] is None
+    assert swapout["steady_pages_per_s"] is None
     assert doc["total"]["passes_max"] == 1
     assert doc["total"]["final_verify_pages"] == 2 * 1024
 
