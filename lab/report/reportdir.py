@@ -16,8 +16,10 @@ from pathlib import Path
 from lab.cache import atomic_write
 from lab.paths import REPO
 from lab.report import reliability, verdicts
+from lab.report.answerdeck import answer_slides
+from lab.report.catalogue import write_catalogue, write_record
 from lab.report.figures import Figure, Results, write_figures
-from lab.report.slides import write_deck
+from lab.report.slides import Slide, write_deck
 from lab.report.tables import write_report
 from lab.report.upstream import html_page, markdown, recommend
 from lab.results.replication import RunAnswers
@@ -30,6 +32,19 @@ def default_dest(run: Run) -> Path:
     return REPORTS / run.id
 
 
+def run_answers(run: Run) -> RunAnswers | None:
+    """The run's answers when its sub-matrix declares questions."""
+    matrix = run_matrix(run)
+    sub = (run.manifest.get("matrix") or {}).get("submatrix", "")
+    if sub not in matrix.matrices or not matrix.sub(sub).questions:
+        return None
+    return RunAnswers.of(run, matrix)
+
+
+def lead_slides(run: Run, ra: RunAnswers | None) -> list[Slide]:
+    return [] if ra is None else answer_slides(ra, run_matrix(run))
+
+
 def slides_run(run: Run, dest: Path | None = None,
                pdf: bool = True) -> list[Path]:
     """`lab slides`: the figures and the deck (default reports/<run-id>)."""
@@ -37,7 +52,8 @@ def slides_run(run: Run, dest: Path | None = None,
     res = Results.of(run)
     figs = write_figures(res, out / "figures")
     rec = recommend(res, run_matrix(run))
-    return write_deck(res, rec, figs, out, pdf)
+    return write_deck(res, rec, figs, out, pdf,
+                      lead_slides(run, run_answers(run)))
 
 
 def index_html(res: Results, figs: list[Figure], files: list[Path],
@@ -84,14 +100,14 @@ def write_reliability(res: Results, out: Path,
     return [path, fig.png, fig.svg]
 
 
-def write_answers(run: Run, out: Path) -> str:
+def write_answers(run: Run, out: Path,
+                  ra: RunAnswers | None = None) -> str:
     """answers.md when the run's sub-matrix declares questions ("" when
     it does not)."""
-    matrix = run_matrix(run)
-    sub = (run.manifest.get("matrix") or {}).get("submatrix", "")
-    if sub not in matrix.matrices or not matrix.sub(sub).questions:
+    ra = ra or run_answers(run)
+    if ra is None:
         return ""
-    text = verdicts.markdown(RunAnswers.of(run, matrix))
+    text = verdicts.markdown(ra)
     atomic_write(out / "answers.md", text)
     return text
 
@@ -102,7 +118,8 @@ def build_report(run: Run, dest: Path | None = None,
     A run of questions starts with its answers (answers.md)."""
     out = dest or default_dest(run)
     res = Results.of(run)
-    answers = write_answers(run, out)
+    ra = run_answers(run)
+    answers = write_answers(run, out, ra)
     files = [out / "answers.md"] if answers else []
     files += write_report(res.rows, res.source, out / "tables",
                          res.samples.failed, all_metrics)
@@ -114,10 +131,13 @@ def build_report(run: Run, dest: Path | None = None,
                        ("upstream.html", html_page(rec, line))):
         atomic_write(out / name, text)
         files.append(out / name)
-    files += write_deck(res, rec, figs, out, pdf)
+    files += write_deck(res, rec, figs, out, pdf, lead_slides(run, ra))
     files += write_reliability(res, out, figs)
+    files.append(write_record(run, out))
     index = out / "index.html"
     atomic_write(index, index_html(res, figs, files, out, answers))
+    if out.resolve().parent == REPORTS.resolve():
+        write_catalogue(REPORTS)
     return [index, *files]
 
 

@@ -444,9 +444,15 @@ def backup_slides(res: Results) -> list[Slide]:
             for n, i in enumerate(range(0, len(columns), 2), 1)]
 
 
-def slides(res: Results, rec: Recommendation,
-           figs: Sequence[Figure]) -> list[Slide]:
+def slides(res: Results, rec: Recommendation, figs: Sequence[Figure],
+           lead: Sequence[Slide] = ()) -> list[Slide]:
+    """The deck. A run that answers questions opens with `lead`, its
+    answers (lab.report.answerdeck), in place of the seed article's
+    questions read off the tables."""
     by_name = {f.name: f for f in figs}
+    if lead:
+        return [*lead, recommendation_slide(rec),
+                overview_slide(res, by_name), *backup_slides(res)]
     questions: list[Callable[[], list[Slide]]] = [
         lambda: _readahead_question(res, rec, by_name, "seq",
                                     "Does VMA readahead help sequential "
@@ -518,9 +524,10 @@ def print_pdf(page: Path, pdf: Path) -> Path:
 
 
 def write_deck(res: Results, rec: Recommendation, figs: Sequence[Figure],
-               dest: Path, pdf: bool = True) -> list[Path]:
+               dest: Path, pdf: bool = True,
+               lead: Sequence[Slide] = ()) -> list[Path]:
     """deck.html (and deck.pdf) under `dest`."""
     page = dest / "deck.html"
-    atomic_write(page, deck_html(res, slides(res, rec, figs)))
+    atomic_write(page, deck_html(res, slides(res, rec, figs, lead)))
     return [page, print_pdf(page, dest / "deck.pdf")] if pdf else [page]
 

@@ -133,17 +133,31 @@ def added(with_: Variant, without: Variant) -> tuple[str, ...] | None:
     return extra or None
 
 
-def lines_changed(matrix: Matrix, tree: str, series: str) -> int:
-    """Added plus removed lines of the series' patches."""
-    d = matrix.series_dir(tree, series)
+def code_lines(patch: str) -> int:
+    """Added plus removed lines of one patch's hunks that hold code: not
+    the commit message, the diffstat or a file header, and not a line
+    left blank. (A bare `line[:1] in "+-"` also counted every empty line
+    of the message: '' is in every string.)"""
     total = 0
-    for name in (d / "series").read_text().split():
-        if name.startswith("#") or not (d / name).is_file():
-            continue
-        for line in (d / name).read_text(errors="replace").splitlines():
-            if line[:1] in "+-" and not line.startswith(("+++", "---")):
-                total += 1
+    in_hunk = False
+    for line in patch.splitlines():
+        if line == "-- ":
+            break               # the signature: the diff is over
+        if line.startswith("diff --git "):
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line[:1] in ("+", "-") and line[1:].strip():
+            total += 1
     return total
+
+
+def lines_changed(matrix: Matrix, tree: str, series: str) -> int:
+    """Code lines added and removed by the series' patches."""
+    d = matrix.series_dir(tree, series)
+    return sum(code_lines((d / name).read_text(errors="replace"))
+               for name in (d / "series").read_text().split()
+               if not name.startswith("#") and (d / name).is_file())
 
 
 def _complaints(res: Results, variants: Sequence[str]) -> dict[str, int]:

@@ -8,6 +8,7 @@ import re
 from typing import Iterable, Sequence
 
 from lab.results import answers as ans
+from lab.results.order import OrderEffect, order_effect
 from lab.results.replication import Replication, RunAnswers
 from lab.results.store import CellRecord
 
@@ -45,7 +46,7 @@ def verdict_text(a: ans.Answer) -> str:
     return f"undecided at n={min(a.n_ref, a.n_cand)}"
 
 
-def _p(x: float | None) -> str:
+def p_text(x: float | None) -> str:
     if x is None:
         return "-"
     return f"{x:.2g}" if x >= 0.001 else "<0.001"
@@ -85,7 +86,7 @@ def _row(a: ans.Answer, replicated: str) -> str:
     q = a.question
     cells = (q.name, a.backend, f"{q.candidate} vs {q.reference}",
              f"{q.metric} ({q.better} is better)", verdict_text(a),
-             change_text(a), f"{a.n_ref}/{a.n_cand}", _p(a.p), _p(a.q),
+             change_text(a), f"{a.n_ref}/{a.n_cand}", p_text(a.p), p_text(a.q),
              replicated)
     return "| " + " | ".join(cells) + " |"
 
@@ -121,7 +122,38 @@ def markdown(ra: RunAnswers,
                 "The same kernel under two names: a difference here means "
                 "the run's noise is not what its tests assume.", ""]
         out += _table(aa, replicated)
+    out += order_section(ra)
     return "\n".join(out) + "\n"
+
+
+def order_effects(ra: RunAnswers) -> list[OrderEffect]:
+    """The first cell after a change of workload or backend against the
+    rest, for each primary metric the questions use (lab.results.order)."""
+    records = list(ra.records.values())
+    seen = dict.fromkeys((q.workload, be, q.metric) for q in ra.questions
+                         for be in q.backends)
+    return [e for e in (order_effect(records, *k) for k in seen) if e]
+
+
+def order_text(e: OrderEffect) -> str:
+    return f"{pct(e.pct)} [{e.low:+.1f}, {e.high:+.1f}]"
+
+
+def order_section(ra: RunAnswers) -> list[str]:
+    rows = order_effects(ra)
+    if not rows:
+        return []
+    out = ["", "## Run order", "",
+           "The first cell after a change of workload or backend (or after "
+           "a pause of more than a minute) against the rest, within each "
+           "variant, on the log scale. The order is drawn at random per "
+           "block, so an effect here widens the intervals above rather "
+           "than biasing them.", "",
+           "| workload | backend | metric | first slot vs rest [95 % CI] "
+           "| cells first/rest | p |", "|---|---|---|---|---|---|"]
+    out += [f"| {e.workload} | {e.backend} | {e.metric} | {order_text(e)} "
+            f"| {e.first}/{e.rest} | {p_text(e.p)} |" for e in rows]
+    return out
 
 
 def replication_markdown(reps: Sequence[Replication]) -> str:
@@ -140,7 +172,7 @@ def replication_markdown(reps: Sequence[Replication]) -> str:
         cols = [f"{verdict_text(per[r])}: {change_text(per[r])}"
                 if r in per else "-" for r in runs]
         het = "-" if rep.q_stat is None else \
-            f"Q={rep.q_stat:.2f} (p={_p(rep.q_p)}), I^2={rep.i2:.0%}"
+            f"Q={rep.q_stat:.2f} (p={p_text(rep.q_p)}), I^2={rep.i2:.0%}"
         pooled = rep.pooled_note if rep.pooled is None else \
             f"{look_text(rep.pooled)} ({rep.pooled_note})"
         rep_text = "**yes**" if rep.replicated else f"no: {rep.why}"

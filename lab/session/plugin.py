@@ -194,10 +194,13 @@ class StoreWriter:
         self.session: pytest.Session | None = None
         self.planned = planned
         self.done = 0
+        self.measured = 0       # cells run, not reused or skipped
         self.deadline = deadline
+        self.started = time.time()
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+        self.started = time.time()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
@@ -210,15 +213,22 @@ class StoreWriter:
                     stop(self.session, exc)
         if report.when == "call" or report.skipped:
             self.done += 1
+            self.measured += report.when == "call"
             self._progress()
 
     def _progress(self) -> None:
-        left = ""
+        now = time.time()
+        left = eta = ""
         if self.deadline is not None:
-            rest = self.deadline - time.time()
+            rest = self.deadline - now
             left = f", budget left {max(rest, 0) / 60:.1f} min"
+        if self.measured and self.done < self.planned:
+            # reused cells take no time: the pace is the measured ones'
+            per_cell = (now - self.started) / self.measured
+            eta = (f", round ends in about "
+                   f"{per_cell * (self.planned - self.done) / 60:.0f} min")
         print(f"\nswaplab: {self.done}/{self.planned} cells of this round"
-              f"{left}", flush=True)
+              f"{left}{eta}", flush=True)
 
     def pytest_sessionfinish(self) -> None:
         done, todo = self.run.status()

@@ -1,5 +1,6 @@
 """A real headless Chromium loads the decks of the fixture run (planted
-effects, 3 repeats) and of quick-real (real guest results, 1 repeat): each
+effects, 3 repeats), of quick-real (real guest results, 1 repeat) and of
+a committed question run (its answers first): each
 slide is screenshot, none overflows its frame, the PDF has a page per
 slide."""
 from __future__ import annotations
@@ -13,10 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from lab.paths import REPO
 from lab.report import figures, slides, upstream
-from lab.results.store import Store, run_matrix
+from lab.report.reportdir import lead_slides, run_answers
+from lab.results.store import Store, open_results_dir, run_matrix
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+# A committed question run: its deck opens with the answers.
+ANSWERS_RUN = "20261205-211149-quick"
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not any(shutil.which(b)
@@ -37,15 +42,20 @@ document.body.setAttribute('data-overflow', JSON.stringify(out));
 </script>"""
 
 
-@pytest.fixture(scope="module", params=["fixture-run", "quick-real"])
+@pytest.fixture(scope="module",
+                params=["fixture-run", "quick-real", ANSWERS_RUN])
 def deck(request, tmp_path_factory):
-    run = Store(DATA).open(request.param)
+    if request.param == ANSWERS_RUN:
+        run = open_results_dir(REPO / "reports" / ANSWERS_RUN / "raw")
+        lead = lead_slides(run, run_answers(run))
+    else:
+        run, lead = Store(DATA).open(request.param), []
     res = figures.Results.of(run)
     dest = tmp_path_factory.mktemp("deck")
     figs = figures.write_figures(res, dest / "figures")
     rec = upstream.recommend(res, run_matrix(run))
-    page, pdf = slides.write_deck(res, rec, figs, dest, pdf=True)
-    keys = [s.key for s in slides.slides(res, rec, figs)]
+    page, pdf = slides.write_deck(res, rec, figs, dest, pdf=True, lead=lead)
+    keys = [s.key for s in slides.slides(res, rec, figs, lead)]
     return page, pdf, keys
 
 

@@ -12,7 +12,8 @@ from scipy import stats as sps
 from lab.results import answers as ans
 from lab.results import stats
 from lab.results.metrics import gather
-from lab.results.store import Run
+from lab.paths import REPO
+from lab.results.store import Run, open_results_dir
 from lab.spec.questions import Question
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
@@ -134,3 +135,17 @@ def test_sequential_design_keeps_aa_false_positives_at_alpha() -> None:
     assert spent <= ans.ALPHA + 0.021, spent
     # Testing every look at 5 % is what the spending protects against.
     assert naive >= 0.10, naive
+
+
+@pytest.mark.parametrize("report", sorted(
+    p.parent.name for p in (REPO / "reports").glob("*/answers.md")
+    if (p.parent / "raw" / "manifest.json").is_file()))
+def test_committed_answers_regenerate_byte_for_byte(report: str,
+                                                    tmp_path: Path) -> None:
+    """A reference report's answers come from its committed raw results
+    and today's generator: regenerated, they read the same."""
+    from lab.report.reportdir import write_answers
+    root = REPO / "reports" / report
+    write_answers(open_results_dir(root / "raw"), tmp_path)
+    assert (tmp_path / "answers.md").read_text() == \
+        (root / "answers.md").read_text()

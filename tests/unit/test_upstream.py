@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import subprocess
 import random
 from pathlib import Path
 from typing import Mapping
@@ -123,13 +125,35 @@ def test_added_series_pairs():
     assert upstream.added(v["upstream-6.12"], v["upstream"]) is None
 
 
-def test_lines_changed_counts_patch_lines():
-    d = MATRIX.series_dir("linux-source-6.1", "thp-stage2")
-    text = next(d.glob("*.patch")).read_text()
-    want = sum(1 for ln in text.splitlines() if ln[:1] in "+-"
-               and not ln.startswith(("+++", "---")))
+def numstat(patch: Path) -> int:
+    """Added plus removed lines, as git itself counts them."""
+    out = subprocess.run(["git", "apply", "--numstat", str(patch)],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(int(a) + int(d) for a, d, _ in
+               (line.split("\t") for line in out.splitlines()))
+
+
+@pytest.mark.parametrize("series", ["thp-stage1", "thp-stage2",
+                                    "readahead", "thp-swapin"])
+def test_lines_changed_counts_code_lines_only(series: str) -> None:
+    """git's count less the blank lines the patches add or remove: the
+    commit message (its blank lines, a "- " bullet), the diffstat and
+    the "-- " signature never count."""
+    d = MATRIX.series_dir("linux-source-6.1", series)
+    patches = sorted(d.glob("*.patch"))
+    blank = sum(1 for p in patches for ln in p.read_text().splitlines()
+                if re.fullmatch(r"[+-]\s*", ln))
+    want = sum(numstat(p) for p in patches) - blank
     assert upstream.lines_changed(MATRIX, "linux-source-6.1",
-                                  "thp-stage2") == want > 0
+                                  series) == want > 0
+
+
+def test_code_lines_skip_message_and_signature() -> None:
+    patch = ("Subject: [PATCH] mm: x\n\nWhy.\n\n- a bullet\n+ another\n"
+             "---\n mm/x.c | 3 ++-\n\ndiff --git a/mm/x.c b/mm/x.c\n"
+             "--- a/mm/x.c\n+++ b/mm/x.c\n@@ -1,2 +1,3 @@\n ctx\n-old\n"
+             "+new\n+\n+\t\n-- \n2.39.2\n")
+    assert upstream.code_lines(patch) == 2
 
 
 @pytest.fixture(scope="module")
