@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -34,8 +35,12 @@ from lab.results.store import CellRecord, Run  # noqa: E402
 # background group only makes the pressure, "total" mixes the two).
 PRIMARY_GROUPS = ("main", "fg", "fill")
 PERCENTILES = tuple(f for f in LATENCY_FIELDS if f.startswith("p"))
+# Okabe-Ito (colour-blind safe) without its black (the latency figure
+# draws the baseline black), then Paul Tol's muted scheme.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
-           "#D55E00", "#F0E442", "#000000")     # Okabe-Ito: colour-blind safe
+           "#D55E00", "#F0E442", "#332288", "#88CCEE",
+           "#44AA99", "#117733", "#999933", "#DDCC77", "#882255",
+           "#AA4499")
 DPI = 110
 TITLE_PT, TITLE_EM = 12, 0.68   # figure titles: size, bold character width
 LABEL_PT = 7                # bar labels of the swap-out figure
@@ -259,9 +264,22 @@ def finish(fig: plt.Figure, res: Results, title: str, name: str,
 
 
 def colours_of(variants: Sequence[str]) -> dict[str, str]:
-    """Pass the run's full variant list (res.source.variants), never the
-    subset a figure shows: a variant keeps its colour in every figure."""
-    return {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(variants)}
+    """A colour per variant, from its name: the same in every figure and,
+    unless two of a run's names hash alike, in every run. Pass the run's
+    full variant list (res.source.variants), never the subset a figure
+    shows. Names are placed in sorted order; a name whose colour is taken
+    moves to the next free one (past len(PALETTE) variants, colours
+    repeat)."""
+    out: dict[str, str] = {}
+    taken: set[int] = set()
+    for v in sorted(variants):
+        i = zlib.crc32(v.encode()) % len(PALETTE)
+        if len(taken) < len(PALETTE):
+            while i in taken:
+                i = (i + 1) % len(PALETTE)
+        taken.add(i)
+        out[v] = PALETTE[i]
+    return out
 
 
 def change_figure(res: Results, workload: str, dest: Path) -> Figure | None:

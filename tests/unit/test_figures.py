@@ -131,3 +131,16 @@ def test_facts_the_guests_reported(res):
     assert res.kind("seq") == "seq" and res.kind("thp-swpout") == "fill"
     assert res.devices()["rotational"]["rotational"] == "1"
     assert figures.swapout_workload(res) == "thp-swpout"
+
+
+def test_a_variant_keeps_its_colour_across_runs() -> None:
+    """By name, not by place: a run with other variants, or in another
+    order, gives the shared ones the same colours, all distinct."""
+    a = figures.colours_of(["base", "readahead", "thp-stage1", "thp-stage2"])
+    b = figures.colours_of(["thp-swapin", "thp-stage2", "base-again",
+                            "base", "readahead"])
+    assert {v: a[v] for v in ("base", "readahead", "thp-stage2")} == \
+        {v: b[v] for v in ("base", "readahead", "thp-stage2")}
+    many = [f"v{i}" for i in range(len(figures.PALETTE))]
+    assert len(set(figures.colours_of(many).values())) == len(many)
+    assert "#000000" not in figures.PALETTE
