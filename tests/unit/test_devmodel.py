@@ -212,17 +212,22 @@ def test_ssd_latency_and_parallelism(tmp_path):
     src = serve(tmp_path, SSD, 64)
     try:
         c = Nbd(src.socket)
+        # The model's delays are lower bounds, whatever the host's load.
+        # The upper bounds only tell the model's behaviour from another
+        # (a write that waits like a read, channels that serialize): a
+        # busy host adds its own time, so the figures themselves are
+        # tests/bench/bench_devices.py's to print.
         one = best_of(3, lambda: timed(c.read, 12345 * 4096, 4096))
-        assert 10.0 <= one <= 10.0 + 3
+        assert 10.0 <= one < 10.0 + 20
         w = best_of(3, lambda: timed(c.write, 4096, b"x" * 4096))
-        assert 4.0 <= w <= 4.0 + 3
+        assert 4.0 <= w < 10.0
         # 12 reads at once on 4 channels: 3 rounds of 10 ms, not 12
         t0 = time.perf_counter()
         hs = {c.send(CMD_READ, i * MIB, 4096): 4096 for i in range(12)}
         for _ in range(12):
             c.reply(hs)
         got = (time.perf_counter() - t0) * 1e3
-        assert 30.0 <= got <= 30.0 + 15, got      # serial: 120 ms
+        assert 30.0 <= got < 90.0, got      # serial: 120 ms
         c.close()
     finally:
         src.close()
@@ -247,7 +252,8 @@ def test_ssd_bandwidth_limit(tmp_path):
         # and more while a kernel builds (334 ms seen once): the best of
         # three keeps the cap, and no try may beat the model.
         got = best_of(3, read_16_mib)
-        assert 16 * MIB / 1e5 + 10 <= got <= 16 * MIB / 1e5 + 10 + 100
+        # the cap is the lower bound; the upper one allows a busy host
+        assert 16 * MIB / 1e5 + 10 <= got < 16 * MIB / 1e5 + 10 + 400
         c.close()
     finally:
         src.close()
@@ -262,7 +268,7 @@ def test_scale_multiplies_delays(tmp_path):
             == 3.0
         c = Nbd(src.socket)
         got = best_of(3, lambda: timed(c.read, 0, 4096))
-        assert 6.0 <= got <= 6.0 + 3
+        assert 6.0 <= got < 2 * 6.0      # x3, neither x1 nor applied twice
         c.close()
     finally:
         src.close()
