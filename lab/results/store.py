@@ -103,6 +103,11 @@ def inputs_hash(matrix: Matrix, cell: Cell, build_key: str,
         "repeat": cell.repeat,
         "extra": dict(extra or {}),
     }
+    if workload.trace:
+        # Traced cells time do_swap_page under function_graph, which slows
+        # every fault: never the same measurement as an untraced one.
+        # (Only when on, so untraced cells keep the hashes stored before.)
+        doc["workload"]["trace"] = True
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -1,6 +1,7 @@
 """The result store: atomic cell files, resume, bad files, provenance."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -276,3 +277,17 @@ def test_host_cpu_model(tmp_path):
     assert host_cpu_model(info) == \
         "Intel(R) Xeon(R) CPU E5-2699 v3 @ 2.30GHz"
     assert host_cpu_model(tmp_path / "missing")
+
+
+def test_inputs_hash_tells_a_traced_workload_apart(matrix):
+    """Tracing slows every fault: flipping `trace: true` must not reuse
+    untraced results; an untraced cell keeps its hash."""
+    base = Cell(1, "base", "nvme", "seq")
+    before = inputs_hash(matrix, base, "key1")
+    traced = dataclasses.replace(matrix.workloads["seq"], trace=True)
+    matrix.workloads["seq"] = traced
+    try:
+        assert inputs_hash(matrix, base, "key1") != before
+    finally:
+        matrix.workloads["seq"] = dataclasses.replace(traced, trace=False)
+    assert inputs_hash(matrix, base, "key1") == before
