@@ -18,8 +18,9 @@ import statistics
 from typing import Iterable, Mapping, Sequence
 
 from lab.report.slides import Slide
-from lab.report.verdicts import (change_text, order_effects, order_text,
-                                 p_text, pct, testbed, verdict_text)
+from lab.report.verdicts import (change_text, direction, magnitude,
+                                 order_effects, order_text, p_text, pct,
+                                 testbed, verdict_text)
 from lab.results import answers as ans
 from lab.results.metrics import Metric, cell_metrics, gather
 from lab.results.replication import RunAnswers, seconds
@@ -202,6 +203,12 @@ def question_slide(name: str, rows: Sequence[ans.Answer], values: Values,
         + f"; {e(q.candidate)} "
         + ", ".join(fmt(x) for x in _arm(values, a, q.candidate)) + "</p>"
         for a in rows)
+    claim = "" if q.claim is None else (
+        f"<h3>Against the claim</h3><p class='note'>{e(q.claim.source)}: "
+        f"{e(pct(q.claim.change_pct))}. Same direction: "
+        + ", ".join(f"{e(a.backend)} {e(direction(a))} (magnitude "
+                    f"{e(magnitude(a))})" for a in rows)
+        + (f". {e(q.claim.note)}" if q.claim.note else "") + "</p>")
     body = (f"<div class='col'><p class='pair'>{e(q.metric)} ({e(q.better)}"
             f" is better), workload {e(q.workload)}, delta "
             f"{q.delta_pct:g} %</p><table class='effects'><tr>"
@@ -209,12 +216,12 @@ def question_slide(name: str, rows: Sequence[ans.Answer], values: Values,
             f"<th>{e(q.candidate)}</th><th>fold</th><th>change [95 % CI]</th>"
             "<th>verdict</th><th>q</th><th>replicated</th></tr>"
             + "".join(table) + "</table><h3>Every repeat</h3>"
-            f"{repeats}</div>")
-    claim = "; ".join(f"{a.backend}: {verdict_text(a).replace('**', '')}"
-                      + ("" if a.last is None else
-                         f", {pct(a.last.pct)}") for a in rows)
+            f"{repeats}{claim}</div>")
+    says = "; ".join(f"{a.backend}: {verdict_text(a).replace('**', '')}"
+                     + ("" if a.last is None else
+                        f", {pct(a.last.pct)}") for a in rows)
     return Slide(f"q-{name}", f"{q.candidate} against {q.reference}: "
-                 f"{q.workload}", body, claim)
+                 f"{q.workload}", body, says)
 
 
 def calibration_slide(ra: RunAnswers) -> Slide | None:

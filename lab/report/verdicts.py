@@ -122,8 +122,59 @@ def markdown(ra: RunAnswers,
                 "The same kernel under two names: a difference here means "
                 "the run's noise is not what its tests assume.", ""]
         out += _table(aa, replicated)
+    out += claims_section(primary, replicated)
     out += order_section(ra)
     return "\n".join(out) + "\n"
+
+
+def direction(a: ans.Answer) -> str:
+    """Does the lab's result go the claim's way: "yes" when decided that
+    way, "no" when decided the other way (or equivalent to no change
+    against a claim beyond delta), else "not shown"."""
+    claim = a.question.claim
+    if claim is None or a.last is None:
+        return "-"
+    if a.verdict in ("better", "worse"):
+        return "yes" if (a.last.pct > 0) == (claim.change_pct > 0) else "no"
+    if a.verdict == ans.EQUIVALENT:
+        return "no" if abs(claim.change_pct) > a.question.delta_pct \
+            else "yes"
+    return "not shown"
+
+
+def magnitude(a: ans.Answer) -> str:
+    """The lab's %change as a share of the claim's."""
+    claim = a.question.claim
+    if claim is None or a.last is None or claim.change_pct == 0:
+        return "-"
+    return f"{a.last.pct / claim.change_pct:.2f}"
+
+
+def claims_section(rows: Sequence[ans.Answer],
+                   replicated: dict[tuple[str, str], str]) -> list[str]:
+    """Each question that cites a published figure, beside it."""
+    cited = [a for a in rows if a.question.claim is not None]
+    if not cited:
+        return []
+    out = ["", "## Against the claims", "",
+           "Each question that cites a published figure (matrix.yaml "
+           "`claim`), set beside the lab's result. Same direction: "
+           "decided the claim's way (yes), decided against it (no), or "
+           "not decided (not shown). Magnitude: the lab's %change over "
+           "the claim's.", "",
+           "| question | backend | claim | claimed | lab [95 % CI] | n "
+           "ref/cand | same direction | magnitude | replicated | why they "
+           "may differ |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for a in cited:
+        c = a.question.claim
+        assert c is not None
+        out.append("| " + " | ".join((
+            a.question.name, a.backend, c.source, pct(c.change_pct),
+            change_text(a), f"{a.n_ref}/{a.n_cand}", direction(a),
+            magnitude(a), replicated.get((a.question.name, a.backend),
+                                         "not yet (one run)"),
+            c.note or "-")) + " |")
+    return out
 
 
 def order_effects(ra: RunAnswers) -> list[OrderEffect]:

@@ -13,6 +13,10 @@ its better direction, and the smallest effect that matters (`delta`).
         metric: swapbench.main.latency.avg_us
         better: lower
         delta: 5%
+        claim:                         # optional: a published figure
+          source: "001: average swap-in latency, sequential"
+          change: -70%
+          note: the seed ran 4 processes, the lab 2
 
 Validation proves the comparison is clean: the candidate differs from the
 reference only by the named series (same tree, fragments, boot and
@@ -53,10 +57,38 @@ class Question:
     better: str                 # higher | lower
     delta_pct: float            # the smallest effect that matters
     where: str                  # file:line, for messages
+    claim: "Claim | None" = None    # a published figure to set beside
 
     @property
     def is_aa(self) -> bool:
         return not self.series
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a source (a seed, a paper) reported for this comparison: the
+    answers set the lab's result beside it."""
+    source: str                 # which document, which figure
+    change_pct: float           # its %change, candidate against reference
+    note: str = ""              # why the lab's setting differs, if known
+
+
+CHANGE_RE = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*%$")
+
+
+def _claim(node: Node) -> Claim:
+    fields = Fields(node, "claim")
+    source = as_str(fields.need("source"), "the claim's source and figure")
+    cnode = fields.need("change")
+    m = CHANGE_RE.match(str(cnode.value).strip()) \
+        if isinstance(cnode.value, str) else None
+    if not m or float(m.group(1)) <= -100:
+        raise expected(cnode, "the claimed change as a percentage above "
+                       "-100, such as -70% or +12.1%")
+    nnode = fields.get("note")
+    note = as_str(nnode, "a sentence") if nnode else ""
+    fields.done()
+    return Claim(source, float(m.group(1)), note)
 
 
 def as_duration_s(node: Node) -> int:
@@ -184,9 +216,12 @@ def question(name: str, node: Node, dims: dict[str, dict]) -> Question:
     if better not in BETTER:
         raise expected(better_node, "higher or lower")
     delta = _delta(fields.need("delta"))
+    cnode = fields.get("claim")
+    claim = _claim(cnode) if cnode else None
     fields.done()
     return Question(name, pair[0], pair[1], series, workload, backends,
-                    metric, better, delta, f"{node.file}:{node.line}")
+                    metric, better, delta, f"{node.file}:{node.line}",
+                    claim)
 
 
 def check_covered(questions: tuple[Question, ...], sub_name: str,

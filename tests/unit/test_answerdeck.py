@@ -10,7 +10,7 @@ from lab.paths import REPO
 from lab.report import answerdeck
 from lab.report.reportdir import lead_slides, run_answers
 from lab.results import answers as ans
-from lab.results.store import open_results_dir
+from lab.results.store import open_results_dir, run_matrix
 
 LOADED = REPO / "reports" / "20261205-211149-quick" / "raw"
 QUIET = REPO / "reports" / "20261205-223052-quick" / "raw"
@@ -87,3 +87,19 @@ def test_fold(pct: float, text: str) -> None:
     look = ans.Look(3, pct, pct - 1, pct + 1, 0.5, 0.5, None, None)
     a = ans.Answer(None, "nvme", 3, 3, look, 0.5, 0.5)   # type: ignore
     assert answerdeck.fold(a) == text
+
+
+def test_a_claim_is_set_beside_the_result() -> None:
+    import dataclasses
+    from lab.spec.questions import Claim
+    run = open_results_dir(QUIET)
+    ra = run_answers(run)
+    q = next(a.question for a in ra.answers if a.question.name == "ra-seq")
+    cited = dataclasses.replace(q, claim=Claim("001: sequential", -70.0))
+    ra.answers = [dataclasses.replace(a, question=cited)
+                  if a.question is q else a for a in ra.answers]
+    slide = next(s for s in answerdeck.answer_slides(ra, run_matrix(run))
+                 if s.key == "q-ra-seq")
+    assert ("<h3>Against the claim</h3><p class='note'>001: sequential: "
+            "-70.0 %. Same direction: nvme not shown (magnitude 0.27)") \
+        in slide.body

@@ -162,3 +162,40 @@ def test_repository_questions_are_valid() -> None:
     for name, sub in m.matrices.items():
         for q in sub.questions:
             assert q in m.questions, (name, q)
+
+
+CLAIM = """\
+    delta: 5%
+    claim:
+      source: "001: average swap-in latency, sequential"
+      change: -70%
+      note: the seed ran 4 processes
+  aa:
+"""
+
+
+def test_claim_is_read(tmp_path: Path) -> None:
+    m = load(tmp_path, text_with(QUESTIONS.replace("    delta: 5%\n  aa:\n",
+                                                   CLAIM, 1)))
+    c = m.questions["ra"].claim
+    assert c is not None and m.questions["aa"].claim is None
+    assert (c.source, c.change_pct, c.note) == (
+        "001: average swap-in latency, sequential", -70.0,
+        "the seed ran 4 processes")
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ("change: -70%", "change: -120%", "a percentage above -100"),
+    ("change: -70%", "change: fast", "a percentage above -100"),
+    ("      note: the seed ran 4 processes\n", "      when: 2017\n",
+     "when"),
+    ("      source: \"001: average swap-in latency, sequential\"\n", "",
+     "source"),
+])
+def test_bad_claim(tmp_path: Path, old: str, new: str, needle: str) -> None:
+    text = text_with(QUESTIONS.replace("    delta: 5%\n  aa:\n",
+                                       CLAIM.replace(old, new, 1), 1))
+    with pytest.raises(MatrixError) as info:
+        load(tmp_path, text)
+    assert needle in str(info.value)
+    assert str(info.value).startswith(str(tmp_path / "matrix.yaml") + ":")
