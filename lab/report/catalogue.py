@@ -117,12 +117,18 @@ def entries(reports: Path) -> list[Entry]:
             if d.is_dir() and (d / "index.html").is_file()]
 
 
+def short(commit: str) -> str:
+    """12 hex digits, and "-dirty" when the checkout had changes."""
+    head, dirty, _ = commit.partition("-dirty")
+    return head[:12] + ("-dirty" if dirty else "")
+
+
 def catalogue_html(found: list[Entry]) -> str:
     e = html.escape
     rows = "".join(
         f"<tr><td><a href='{e(x.name)}/index.html'>{e(x.name)}</a></td>"
         f"<td>{e(x.date)}</td><td>{e(x.submatrix)}</td>"
-        f"<td>{e(x.answer)}</td><td><code>{e(x.commit[:12])}</code></td>"
+        f"<td>{e(x.answer)}</td><td><code>{e(short(x.commit))}</code></td>"
         "</tr>" for x in found)
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<title>swaplab reference reports</title><style>body{font-family:"

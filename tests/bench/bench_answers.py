@@ -3,11 +3,12 @@ real stored cells.
 
 For every arm of a run's questions (kernel, backend, workload, primary
 metric; an A/A twin's cells count with its reference's, one kernel) with
-at least 6 measured cells, the cells are shuffled and split
-into two pseudo-arms of the same kernel; the split is answered like a
+at least 6 measured cells, the cells are split into two pseudo-arms of
+the same kernel, up to --resamples different splits per arm (a small arm
+has fewer: each split counts once); the split is answered like a
 question (looks from 3 repeats on, alpha spent over them, stopping at
 the first decision). Every "better" or "worse" is a false positive.
-Prints the rate over all resamples (target: at most 5 % over at least
+Prints the rate over all splits (target: at most 5 % over at least
 200), the same with every look tested at 5 % (what the spending
 prevents), and the run's own A/A rows.
 
@@ -31,14 +32,35 @@ from lab.results.store import (Store, open_results_dir,  # noqa: E402
                                run_matrix)
 
 
-def resample(values: list[float], rng: random.Random, delta: float,
-             naive: bool) -> bool:
+Split = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def distinct_splits(n: int, wanted: int, rng: random.Random) -> list[Split]:
+    """Up to `wanted` different A/A splits of n cells into two halves of
+    n // 2 (cell indices, in repeat order within each half). A small arm
+    has few: 6 cells split 3/3 only 10 ways, and drawing 100 of them
+    would count each split ten times as if they were independent runs."""
+    k = n // 2
+    seen: set[frozenset[frozenset[int]]] = set()
+    out: list[Split] = []
+    for _ in range(50 * wanted):
+        order = list(range(n))
+        rng.shuffle(order)
+        a, b = tuple(sorted(order[:k])), tuple(sorted(order[k:2 * k]))
+        key = frozenset((frozenset(a), frozenset(b)))
+        if key not in seen:
+            seen.add(key)
+            out.append((a, b))
+            if len(out) == wanted:
+                break
+    return out
+
+
+def differs(values: list[float], split: Split, delta: float,
+            naive: bool) -> bool:
     """One A/A split of `values`: did it call a difference?"""
-    shuffled = values[:]
-    rng.shuffle(shuffled)
-    k = len(shuffled) // 2
-    return ans.first_look_differs(shuffled[:k], shuffled[k:2 * k], delta,
-                                  ans.Design(3, k), naive)
+    a, b = ([values[i] for i in half] for half in split)
+    return ans.first_look_differs(a, b, delta, ans.Design(3, len(a)), naive)
 
 
 def main() -> int:
@@ -46,7 +68,7 @@ def main() -> int:
     ap.add_argument("--run", default="latest")
     ap.add_argument("--results", type=Path)
     ap.add_argument("--resamples", type=int, default=100,
-                    help="splits per arm")
+                    help="distinct splits per arm, at most")
     args = ap.parse_args()
     try:
         run = open_results_dir(args.results) if args.results else \
@@ -76,15 +98,14 @@ def main() -> int:
     total = hits = naive_hits = 0
     print(f"run {run.id}: {len(arms)} arms with at least 6 cells")
     for (v, be, wl, metric), (vals, delta) in sorted(arms.items()):
-        h = sum(resample(vals, rng, delta, False)
-                for _ in range(args.resamples))
-        nh = sum(resample(vals, rng, delta, True)
-                 for _ in range(args.resamples))
-        total += args.resamples
+        splits = distinct_splits(len(vals), args.resamples, rng)
+        h = sum(differs(vals, sp, delta, False) for sp in splits)
+        nh = sum(differs(vals, sp, delta, True) for sp in splits)
+        total += len(splits)
         hits += h
         naive_hits += nh
         print(f"  {v} {be} {wl} {metric}: n={len(vals)}, "
-              f"false positives {h}/{args.resamples} "
+              f"false positives {h}/{len(splits)} distinct splits "
               f"(every look at 5 %: {nh})")
     print(f"A/A false positives, sequential design: {hits}/{total} = "
           f"{100 * hits / total:.1f} % (target <= 5 %)")

@@ -34,7 +34,10 @@ def parts(result: Mapping[str, Any]) -> dict[str, float] | None:
         return None
     first = max(t.get("first_pass_s") or 0.0 for t in tasks)
     elapsed = max(t["elapsed_s"] for t in tasks)
-    verify = max(t.get("final_verify_s") or 0.0 for t in tasks)
+    # --serial-final-verify sweeps one task after the other
+    sweeps = [t.get("final_verify_s") or 0.0 for t in tasks]
+    serial = (doc.get("config") or {}).get("serial_final_verify")
+    verify = sum(sweeps) if serial else max(sweeps)
     # A fill has one pass, measured whole: no warm-up.
     warm = 0.0 if doc.get("mode") == "fill" else first
     return {"boot": boot, "warm-up": warm, "measured": elapsed - warm,

@@ -51,3 +51,10 @@ def test_record_names_commit_and_inputs(tmp_path: Path) -> None:
     cell = next(raw.glob("base-nvme-seq-r*.json"))
     cell.write_text(cell.read_text() + " ")
     assert catalogue.inputs_digest(open_results_dir(raw)) != before
+
+
+def test_short_commit_keeps_dirty() -> None:
+    sha = "591791f8befd" + "0" * 28
+    assert catalogue.short(sha) == "591791f8befd"
+    assert catalogue.short(sha + "-dirty") == "591791f8befd-dirty"
+    assert catalogue.short("not recorded") == "not recorded"
