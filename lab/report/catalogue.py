@@ -29,14 +29,16 @@ EQUIV_RE = re.compile(r"^\| ([^|]+) \| ([^|]+) \| [^|]+ \| [^|]+ \| "
 
 
 def generator_commit() -> str:
-    """The checkout's commit, "-dirty" when it has local changes, or
-    "unknown" outside a git checkout."""
+    """The checkout's commit, "-dirty" when its code has local changes
+    (reports/ aside: regenerating reports changes them), or "unknown"
+    outside a git checkout."""
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
                           capture_output=True, text=True)
     if head.returncode != 0:
         return "unknown"
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain",
-                            "--untracked-files=no"],
+                            "--untracked-files=no", "--", ".",
+                            ":(exclude)reports"],
                            capture_output=True, text=True).stdout.strip()
     return head.stdout.strip() + ("-dirty" if dirty else "")
 
