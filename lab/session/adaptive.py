@@ -97,5 +97,6 @@ def next_round(matrix: Matrix, sub_name: str, run: Run,
                      c.backend).index(c.variant)))
     return Round(cells, estimate, sum(a.decided for a in primary),
                  len(primary), sum(1 for a in undecided
-                                   if min(a.n_ref, a.n_cand)
+                                   if not a.question.is_aa and
+                                   min(a.n_ref, a.n_cand)
                                    >= sub.max_repeats))

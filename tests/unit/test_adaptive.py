@@ -118,3 +118,14 @@ def test_replication_across_two_raw_runs(tmp_path: Path, capsys) -> None:
                if line.startswith("| ra-seq | nvme | **better**"))
     assert row.endswith("| **yes** |")
     assert "Q=" in row and "pooled n=6/6" in row
+
+
+def test_capped_counts_primary_rows_only() -> None:
+    """Run 20261205-232428-quick ended with thp1-swpout undecided at
+    max_repeats on both backends, and its 3 A/A rows too: 2 capped."""
+    from lab.results.store import run_matrix
+    run = open_results_dir(REPO / "reports" / "20261205-232428-quick" /
+                           "raw")
+    plan = adaptive.next_round(run_matrix(run), "quick", run, 600.0)
+    assert (plan.decided, plan.questions, plan.capped) == (5, 7, 2)
+    assert plan.cells == []
