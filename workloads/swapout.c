@@ -27,14 +27,15 @@ static int read_pswpout(uint64_t *val)
 {
 	static const char key[] = "\npswpout ";
 	char buf[16384];
-	ssize_t len = 0, r;
+	ssize_t len = 0;
 	const char *p;
 	int fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
 	while ((size_t)len < sizeof(buf) - 1) {
-		r = read(fd, buf + len, sizeof(buf) - 1 - len);
+		ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
+
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)

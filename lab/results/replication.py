@@ -106,11 +106,17 @@ def _pooled(q: Question, backend: str, runs: Sequence[RunAnswers]
             ) -> tuple[ans.Look | None, str]:
     arms: dict[str, list[CellRecord]] = {q.reference: [], q.candidate: []}
     for ra in runs:
+        found = False
         for rec in ra.records.values():
             c = rec.cell
             if c.variant in arms and c.backend == backend and \
                     c.workload == q.workload and rec.outcome == "ok":
                 arms[c.variant].append(rec)
+                found = True
+        if not found:
+            # (a later run may ask the question on another workload)
+            return None, (f"not pooled: run {ra.run_id} has no cells of "
+                          f"workload {q.workload} on {backend}")
     for variant, recs in arms.items():
         configs = {_config(r) for r in recs}
         if len(configs) > 1:
