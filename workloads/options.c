@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "parse.h"
 #include "procfs.h"
 #include "swapbench.h"
 #include "work.h"
@@ -174,73 +175,6 @@ static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	return -1;
-}
-
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
-{
-	char *end;
-	unsigned long long x;
-
-	if (!isdigit((unsigned char)*s))
-		return -1;
-	errno = 0;
-	x = strtoull(s, &end, 0);
-	if (errno || *end || x < lo || x > hi)
-		return -1;
-	*v = x;
-	return 0;
-}
-
-static int parse_uint(const char *s, unsigned int hi, unsigned int *v)
-{
-	uint64_t x;
-
-	if (parse_u64(s, 1, hi, &x))
-		return -1;
-	*v = (unsigned int)x;
-	return 0;
-}
-
-static int parse_pos_double(const char *s, double hi, double *v)
-{
-	char *end;
-	double x;
-
-	errno = 0;
-	x = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(x) || x <= 0 || x > hi)
-		return -1;
-	*v = x;
-	return 0;
-}
-
-/* "4096", "64M", "1.5G", "4KiB", "2gb" (powers of 1024) */
-static int parse_size(const char *s, double *bytes)
-{
-	static const char units[] = "KMGTP";
-	char *end;
-	double x;
-
-	errno = 0;
-	x = strtod(s, &end);
-	if (errno || end == s || !isfinite(x) || x <= 0)
-		return -1;
-	if (*end) {
-		const char *u = strchr(units, toupper((unsigned char)*end));
-
-		if (!u)
-			return -1;
-		x *= pow(1024, (double)(u - units + 1));
-		end++;
-		if (*end == 'i' || *end == 'I')
-			end++;
-		if (*end == 'b' || *end == 'B')
-			end++;
-		if (*end)
-			return -1;
-	}
-	*bytes = x;
-	return 0;
 }
 
 static int set_size(struct sb_group *g, enum sb_size kind, const char *arg)

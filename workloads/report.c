@@ -14,25 +14,6 @@
 #include "swapbench.h"
 #include "swapout.h"
 
-static const char *const status_names[] = {
-	[ST_NOTRUN] = "notrun",
-	[ST_RUNNING] = "running",
-	[ST_OK] = "ok",
-	[ST_IO_KILLED] = "io-killed",
-	[ST_ERROR] = "error",
-	[ST_CRASH] = "crash",
-	[ST_ENOMEM] = "enomem",
-	[ST_OOM] = "oom",
-	[ST_MISMATCH] = "mismatch",
-};
-
-const char *status_name(int st)
-{
-	if (st < 0 || st > ST_MISMATCH)
-		return "error";
-	return status_names[st];
-}
-
 /* sums over a set of tasks */
 struct agg {
 	int status;

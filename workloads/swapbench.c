@@ -117,43 +117,6 @@ static void settle_tasks(const struct sb_config *cfg, struct sb_shared *sh,
 		ps->fork_status = p->status == ST_OK ? ST_ERROR : p->status;
 }
 
-int status_of_exit(int code)
-{
-	switch (code) {
-	case EXIT_OK:
-		return ST_OK;
-	case EXIT_MISMATCH:
-		return ST_MISMATCH;
-	case EXIT_ENOMEM:
-		return ST_ENOMEM;
-	case EXIT_OOM:
-		return ST_OOM;
-	case EXIT_CRASH:
-		return ST_CRASH;
-	default:
-		return ST_ERROR;
-	}
-}
-
-int exit_of_status(int st)
-{
-	switch (st) {
-	case ST_OK:
-	case ST_IO_KILLED:	/* not a failure of the run */
-		return EXIT_OK;
-	case ST_MISMATCH:
-		return EXIT_MISMATCH;
-	case ST_ENOMEM:
-		return EXIT_ENOMEM;
-	case ST_OOM:
-		return EXIT_OOM;
-	case ST_CRASH:
-		return EXIT_CRASH;
-	default:
-		return EXIT_ERROR;
-	}
-}
-
 static void child_died(struct sb_shared *sh)
 {
 	/* release the barriers and the background group */

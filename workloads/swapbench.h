@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "hist.h"
+#include "status.h"
 #include "pattern.h"
 #include "verify.h"
 
@@ -21,34 +22,10 @@
 #define SB_TASK_MIS	8	/* mismatch details kept per task */
 #define SB_HPAGE	(2UL << 20)
 
-/* exit codes, see README.md */
-enum {
-	EXIT_OK = 0,
-	EXIT_ERROR = 1,
-	EXIT_USAGE = 2,
-	EXIT_MISMATCH = 3,
-	EXIT_ENOMEM = 4,
-	EXIT_OOM = 5,
-	EXIT_CRASH = 6,
-};
-
 enum sb_mode { MODE_ACCESS, MODE_FILL, MODE_COMBINED };
 enum sb_thp { THP_DEFAULT, THP_MADVISE, THP_NOHUGE };
 enum sb_work { WORK_NONE, WORK_BUSY, WORK_LOOP };
 enum sb_size { SIZE_BYTES, SIZE_FRAC_MEM, SIZE_FRAC_MEMSWAP };
-
-/* task and process states, in rising order of severity */
-enum sb_status {
-	ST_NOTRUN,
-	ST_RUNNING,
-	ST_OK,
-	ST_IO_KILLED,	/* SIGBUS with --survive-sigbus: not a run failure */
-	ST_ERROR,
-	ST_CRASH,
-	ST_ENOMEM,
-	ST_OOM,
-	ST_MISMATCH,
-};
 
 struct sb_group {
 	const char *name;
@@ -185,9 +162,6 @@ enum {
 	ACT_CALIBRATE,
 };
 
-/* swapbench.c: the process exit code for a task or run status, and back */
-int exit_of_status(int st);
-int status_of_exit(int code);
 
 /* run.c */
 int child_main(const struct sb_config *cfg, struct sb_shared *sh,
@@ -220,7 +194,6 @@ struct sb_result {
 	const struct swapout_trace *swapout;	/* fill mode, else NULL */
 };
 
-const char *status_name(int st);
 void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 		 const struct sb_result *res);
 void report_human(const struct sb_config *cfg, const struct sb_shared *sh,
