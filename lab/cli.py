@@ -29,7 +29,8 @@ from lab.kernel.build import BuildFailed, Builder
 from lab.paths import REPO
 from lab.progress import Progress
 from lab.results.store import Run, Store, open_results_dir
-from lab.spec.matrix import Matrix, describe, load_matrix
+from lab.spec.matrix import describe, load_matrix
+from lab.spec.model import Matrix
 from lab.spec.questions import as_duration_s
 from lab.spec.yamlsrc import Node
 

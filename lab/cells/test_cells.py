@@ -11,7 +11,7 @@ from lab.cache import DiskFull
 from lab.session import cellrun
 from lab.session.plugin import PROPERTY, build_of, stop
 from lab.spec import expect
-from lab.spec.matrix import Cell
+from lab.spec.model import Cell
 
 
 def test_cell(cell: Cell, lab: dict[str, Any],

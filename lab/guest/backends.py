@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lab.errors import LabError
-from lab.spec.matrix import Backend, Guest
+from lab.spec.model import Backend, Guest
 
 NODE = "swapdisk"          # block node name of the device's top node
 MIB = 1 << 20

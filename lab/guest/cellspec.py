@@ -10,7 +10,7 @@ from typing import Any
 from lab.guest import backends
 from lab.kernel.build import Build
 from lab.paths import REPO
-from lab.spec.matrix import Backend, Cell, Guest, Matrix
+from lab.spec.model import Backend, Cell, Guest, Matrix
 
 WORKLOADS_BUILD = REPO / "workloads" / "build"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this

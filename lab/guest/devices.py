@@ -42,7 +42,8 @@ from lab import procs
 from lab.errors import LabError
 from lab.guest import initramfs
 from lab.paths import REPO
-from lab.spec.matrix import FAULT_RATES, MODELS, Backend, Guest
+from lab.spec.swapdev import FAULT_RATES, MODELS
+from lab.spec.model import Backend, Guest
 
 DEVMODEL_DIR = REPO / "lab" / "devmodel"
 FILTER = DEVMODEL_DIR / "build" / "devmodel.so"

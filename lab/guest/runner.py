@@ -23,11 +23,11 @@ from lab import procs
 from lab.cache import atomic_write, cache_root, write_error
 from lab.errors import LabError
 from lab.guest import accel as accel_mod
-from lab.guest import backends, devices, initramfs, qemu
+from lab.guest import backends, devices, hostload, initramfs, qemu
 from lab.guest.guestlog import Console, strip_klog
 from lab.guest.verdict import build_result, classify
 from lab.kernel.build import Build
-from lab.spec.matrix import Backend, Guest, Variant
+from lab.spec.model import Backend, Guest, Variant
 from lab.guest.cellspec import (CellResult, CellSpec, WORKLOADS_BUILD,
                                 config_items)
 
@@ -99,6 +99,7 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
         argv = qemu.command(qspec)
         frame_file.write_bytes(b"")
         limit = spec.timeout_s + spec.boot_allowance_s
+        load0 = hostload.sample()
         t0 = time.monotonic()
         errf = open(spec.out_dir / "qemu.stderr", "w+b")
         with errf:
@@ -124,7 +125,9 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
             qemu_err = errf.read().decode(errors="replace")
         total = time.monotonic() - t0
         timing.update({"host_total_s": round(total, 3),
-                       "timeout_s": limit, "timed_out": timed_out})
+                       "timeout_s": limit, "timed_out": timed_out,
+                       "host_load": hostload.window(
+                           load0, hostload.sample()).as_dict()})
         for name, when in reader.marks.items():
             timing[f"host_to_{name}_s"] = round(when, 3)
         console = console_log.read_text(errors="replace") \

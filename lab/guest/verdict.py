@@ -34,7 +34,8 @@ from lab.guest.guestlog import (MARK_WORKLOAD, OOM_RE, PANIC_RE, deltas,
                                 log_flags, snapshot, strip_klog, swap_events,
                                 swap_flags)
 
-SCHEMAS = {"swapbench": "swapbench/4", "swaplab-memtest": "swaplab-memtest/1"}
+SCHEMAS = {"swapbench": "swapbench/4", "swaprace": "swaprace/1",
+           "swaplab-memtest": "swaplab-memtest/1"}
 # Programs that run the workload named after their "--" in the same
 # process (exec): the output is the workload's.
 WRAPPERS = ("swapcycle", "swaplab-dilate")
@@ -152,7 +153,24 @@ def classify(spec: CellSpec, setup: backends.Setup | None,
             return "workload-error", (f"workload stdout is not a "
                                       f"{want or 'JSON object'} document "
                                       f"(schema {schema!r})"), payload
+        bad = mismatched_pages(doc)
+        if bad:
+            return "integrity-error", (f"the workload exited 0 but counted "
+                                       f"{bad} mismatched pages"), payload
     return None, "", payload
+
+
+def mismatched_pages(doc: dict[str, Any]) -> int:
+    """Pages a workload document counts as read back wrong, by the
+    processes and by their fork children (swapbench's and swaprace's
+    `total`): any makes the cell an integrity error, whatever the exit
+    code said."""
+    total = doc.get("total")
+    if not isinstance(total, dict):
+        return 0
+    return sum(n for n in (total.get("mismatches"),
+                           total.get("fork_mismatches"))
+               if isinstance(n, int) and not isinstance(n, bool) and n > 0)
 
 
 def workload_program(argv: list[str]) -> str | None:

@@ -28,7 +28,7 @@ from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.kernel import debian, kconfig, tree
 from lab.progress import Progress
-from lab.spec.matrix import Matrix, Variant
+from lab.spec.model import Matrix, Variant
 
 # Bump when the way a kernel is built changes, to invalidate old builds.
 RECIPE = "swaplab-build-1"

@@ -23,9 +23,10 @@ from lab.report.verdicts import (change_text, direction, magnitude,
                                  testbed, verdict_text)
 from lab.results import answers as ans
 from lab.results.metrics import Metric, cell_metrics, gather
-from lab.results.replication import RunAnswers, seconds
+from lab.results.pieces import pieces
+from lab.results.replication import RunAnswers
 from lab.results.store import CellRecord
-from lab.spec.matrix import Matrix
+from lab.spec.model import Matrix
 
 e = html.escape
 Values = Mapping[tuple[str, str, str, str], Sequence[float]]
@@ -78,7 +79,7 @@ def _tag(a: ans.Answer) -> str:
 
 def summary_slide(ra: RunAnswers, replicated: Mapping[tuple[str, str], str]
                   ) -> Slide:
-    primary = [a for a in ra.answers if not a.question.is_aa]
+    primary = ra.primary
     decided = [a for a in primary if a.decided]
     rows = "".join(
         f"<tr {_tag(a)}><td>{e(a.question.name)}</td><td>{e(a.backend)}</td>"
@@ -108,13 +109,13 @@ def summary_slide(ra: RunAnswers, replicated: Mapping[tuple[str, str], str]
 
 
 def _duration(records: Iterable[CellRecord]) -> str:
-    starts = [seconds(r.provenance["started"]) for r in records
-              if r.provenance.get("started")]
-    ends = [seconds(r.provenance["ended"]) for r in records
-            if r.provenance.get("ended")]
-    if not starts or not ends:
+    found = pieces(records)
+    if not found:
         return "not recorded"
-    return f"{(max(ends) - min(starts)) / 60:.0f} min from first to last cell"
+    if len(found) == 1:
+        return f"{found[0].minutes:.0f} min from first to last cell"
+    return (f"{sum(p.minutes for p in found):.0f} min of cells in "
+            f"{len(found)} pieces")
 
 
 def bypass_notes(records: Sequence[CellRecord]) -> list[str]:

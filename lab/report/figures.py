@@ -2,8 +2,8 @@
 
 Every figure states its finding in the title, computed from the
 statistics (lab.results.stats via Results), labels its axes with units and
-carries the run's provenance in small print. Results is the one place
-the figures, the recommendation and the slides read a run from.
+carries the run's provenance in small print. They read the run through
+lab.report.analysis.Results, as the recommendation and the slides do.
 
     change-<workload>     %change vs the baseline, per variant and backend,
                           95 % CI error bars, A/A noise band
@@ -17,23 +17,19 @@ from __future__ import annotations
 import math
 import textwrap
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
 from matplotlib.colors import TwoSlopeNorm, to_rgb  # noqa: E402
 
-from lab.report.tables import Source  # noqa: E402
-from lab.results.metrics import HIGHER, LATENCY_FIELDS, LOWER, Samples, gather  # noqa: E402,E501
-from lab.results.stats import CONFIDENCE, Row, analyze  # noqa: E402
-from lab.results.store import CellRecord, Run  # noqa: E402
+from lab.report.analysis import Results, headline, what  # noqa: E402
+from lab.results.metrics import HIGHER, LATENCY_FIELDS, LOWER  # noqa: E402
+from lab.results.stats import CONFIDENCE, Row  # noqa: E402
 
-# swapbench's group names: the measured group of each mode (combined mode's
-# background group only makes the pressure, "total" mixes the two).
-PRIMARY_GROUPS = ("main", "fg", "fill")
 PERCENTILES = tuple(f for f in LATENCY_FIELDS if f.startswith("p"))
 # Okabe-Ito (colour-blind safe) without its black (the latency figure
 # draws the baseline black), then Paul Tol's muted scheme.
@@ -46,186 +42,6 @@ TITLE_PT, TITLE_EM = 12, 0.68   # figure titles: size, bold character width
 LABEL_PT = 7                # bar labels of the swap-out figure
 DARK = "#222222"            # text on white or on a light bar
 SCALE_PERCENTILE = 90       # a heat-map panel's colours saturate beyond it
-
-
-@dataclass
-class Results:
-    """A run, analysed once: statistics rows plus the facts the guests
-    reported (kernel releases, swap devices, kernel log flags)."""
-    source: Source
-    rows: list[Row]
-    samples: Samples
-    records: dict[str, CellRecord]
-    manifest: dict[str, Any]
-    index: dict[tuple[str, str, str, str], Row] = field(init=False,
-                                                        repr=False)
-
-    def __post_init__(self) -> None:
-        self.index = {(r.workload, r.backend, r.metric, r.variant): r
-                      for r in self.rows}
-
-    @classmethod
-    def of(cls, run: Run) -> "Results":
-        records = run.records()
-        samples = gather(records.values())
-        source = Source.of(run)
-        rows = analyze(samples.values, samples.info, source.baseline)
-        return cls(source, rows, samples, records, run.manifest)
-
-    def row(self, workload: str, backend: str, metric: str,
-            variant: str) -> Row | None:
-        return self.index.get((workload, backend, metric, variant))
-
-    def others(self) -> list[str]:
-        """The variants compared with the baseline: none when the run
-        does not have the baseline (no change figures then)."""
-        if not self.source.compared:
-            return []
-        return [v for v in self.source.variants if v != self.source.baseline]
-
-    def headline(self, rows: Sequence[Row]) -> str:
-        if not self.source.compared:
-            return (f"absolute values (no baseline '{self.source.baseline}'"
-                    " in this run)")
-        return headline(rows, self.source.baseline)
-
-    def group(self, workload: str) -> str | None:
-        """The swapbench group that measures the workload."""
-        names = {r.metric.split(".")[1] for r in self.rows
-                 if r.workload == workload and r.metric.startswith("swapbench.")}
-        return next((g for g in PRIMARY_GROUPS if g in names), None)
-
-    def throughput(self, workload: str) -> str | None:
-        g = self.group(workload)
-        return f"swapbench.{g}.bytes_per_s" if g else None
-
-    def latency(self, workload: str, field: str = "p99_us") -> str | None:
-        g = self.group(workload)
-        name = f"swapbench.{g}.latency.{field}"
-        return name if any(r.metric == name for r in self.rows) else None
-
-    def kind(self, workload: str) -> str | None:
-        """seq | random | combined | fill, from what swapbench reported
-        (names in the matrix are the user's choice, the mode is not)."""
-        for rec in self.records.values():
-            if rec.cell.workload != workload:
-                continue
-            doc = ((rec.result.get("workload") or {}).get("result") or {})
-            mode = doc.get("mode")
-            if mode in ("combined", "fill"):
-                return mode
-            groups = doc.get("groups") or []
-            if groups:
-                return groups[0].get("pattern")
-        return None
-
-    def releases(self) -> dict[str, list[str]]:
-        """variant -> the kernel releases its guests reported."""
-        out: dict[str, list[str]] = {}
-        for rec in self.records.values():
-            rel = rec.provenance.get("kernel_release")
-            if rel and rel not in out.setdefault(rec.cell.variant, []):
-                out[rec.cell.variant].append(rel)
-        return out
-
-    def devices(self) -> dict[str, dict[str, Any]]:
-        """backend -> the swap device its first successful guest saw."""
-        out: dict[str, dict[str, Any]] = {}
-        for rec in sorted(self.records.values(), key=lambda r: r.cell):
-            dev = rec.provenance.get("guest_device")
-            if dev and rec.cell.backend not in out:
-                out[rec.cell.backend] = dev
-        return out
-
-    def measured(self) -> tuple[int, int]:
-        """(fewest, most) repeats any measured key has."""
-        ns = [len(v) for v in self.samples.values.values()] or [0]
-        return min(ns), max(ns)
-
-    def provenance(self) -> str:
-        s = self.source
-        lo, hi = self.measured()
-        n = f"{lo}" if lo == hi else f"{lo}-{hi}"
-        rel = ", ".join(sorted({r for rs in self.releases().values()
-                                for r in rs}))
-        failed = len(self.samples.failed)
-        return (f"run {s.run_id} · matrix {s.matrix_file} sha256 "
-                f"{s.matrix_sha256[:12]} ({s.submatrix}) · {s.repeats} "
-                f"repeats planned, n={n} measured"
-                + (f", {failed} failed cells left out" if failed else "")
-                + f" · kernels: {rel or 'none reported'}")
-
-
-# ------------------------------------------------------------ findings
-
-def gain(row: Row) -> tuple[float, float, float] | None:
-    """The change of a row as an improvement (positive = better): value
-    and CI; None without a judged change. Lower-is-better metrics flip."""
-    c = row.change
-    if c is None or c.pct is None or c.low is None or c.high is None:
-        return None
-    if row.better == LOWER:
-        return -c.pct, -c.high, -c.low
-    return c.pct, c.low, c.high
-
-
-def pct_text(value: float) -> str:
-    return f"{value:+.1f} %"
-
-
-def what(row: Row) -> str:
-    """A metric in words, for titles: 'p99 swap-in latency'."""
-    parts = row.metric.split(".")
-    if parts[-1] == "bytes_per_s":
-        return "swap-out throughput" if parts[1] == "fill" else "throughput"
-    if "latency" in parts:
-        return f"{parts[-1][:-3].replace('p999', 'p99.9')} fault latency"
-    return row.metric
-
-
-def finding(row: Row, baseline: str) -> str:
-    """One sentence on a row's change against the baseline."""
-    c = row.change
-    if c is None or c.pct is None:
-        return f"{row.variant}: no comparison with {baseline}"
-    where = f"{what(row)} on {row.backend}"
-    if c.verdict == "n<3":
-        return (f"{row.variant}: {where} {pct_text(c.pct)}, too few "
-                "repeats to judge")
-    if not c.significant:
-        return (f"{row.variant}: no significant difference in {where} "
-                f"({pct_text(c.pct)}, CI {c.low:+.1f}..{c.high:+.1f})")
-    verb = "raises" if c.pct > 0 else "cuts"
-    return f"{row.variant} {verb} {where} by {abs(c.pct):.0f} %"
-
-
-def headline(rows: Sequence[Row], baseline: str) -> str:
-    """The title of a figure over `rows`: its biggest significant
-    improvement (and worst regression), that nothing is significant, or
-    that nothing could be judged (fewer than 3 repeats)."""
-    judged = [(gain(r)[0], r) for r in rows if r.change and
-              r.change.significant and gain(r)]
-    if judged:
-        best = max(judged, key=lambda t: t[0])
-        out = finding(best[1], baseline)
-        worst = min(judged, key=lambda t: t[0])
-        if worst[0] < 0 and worst[1] is not best[1]:
-            out += f"; {finding(worst[1], baseline)}"
-        return out
-    changes = [r for r in rows if r.change and r.change.pct is not None]
-    few = [r for r in changes if r.change.verdict == "n<3"]
-    if not changes or len(few) < len(changes):
-        return (f"No variant differs significantly from {baseline}"
-                + (f" ({len(few)} of {len(changes)} comparisons not judged:"
-                   " fewer than 3 repeats)" if few else ""))
-    repeats = ("1 repeat" if all(r.summary.n == 1 for r in few)
-               else "fewer than 3 repeats")
-    # Not a verdict: the largest change is what a reader looks for first,
-    # so the title names it and says it is unjudged.
-    big = max(few, key=lambda r: abs(r.change.pct))
-    return (f"{repeats}, nothing judged against {baseline}; largest change "
-            f"seen: {big.variant} {what(big)} on {big.backend} "
-            f"{pct_text(big.change.pct)} (unjudged)")
 
 
 # ------------------------------------------------------------- drawing

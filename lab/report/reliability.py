@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping
 
 import matplotlib.pyplot as plt
 
-from lab.report.figures import Figure, Results, colours_of, finish
+from lab.report.analysis import Results
+from lab.report.figures import Figure, colours_of, finish
 from lab.results.metrics import GIB, PAGE
 from lab.results.record import complaints, workload_doc
 from lab.results.store import CellRecord

@@ -18,7 +18,8 @@ from lab.paths import REPO
 from lab.report import reliability, verdicts
 from lab.report.answerdeck import answer_slides
 from lab.report.catalogue import write_catalogue, write_record
-from lab.report.figures import Figure, Results, write_figures
+from lab.report.analysis import Results
+from lab.report.figures import Figure, write_figures
 from lab.report.slides import Slide, write_deck
 from lab.report.tables import write_report
 from lab.report.upstream import html_page, markdown, recommend
@@ -57,7 +58,10 @@ def slides_run(run: Run, dest: Path | None = None,
 
 
 def index_html(res: Results, figs: list[Figure], files: list[Path],
-               dest: Path, answers: str = "") -> str:
+               dest: Path, answers: str = "", claims: str = "") -> str:
+    """The report's first page: the published claims beside the lab's
+    results (when the questions cite any), the answers, the files and
+    the figures."""
     e = html.escape
 
     def link(p: Path) -> str:
@@ -71,6 +75,7 @@ def index_html(res: Results, figs: list[Figure], files: list[Path],
            "</style></head><body>",
            f"<h1>swaplab report: {e(res.source.run_id)}</h1>",
            f"<p>{e(res.provenance())}</p>",
+           verdicts.markdown_html(claims) if claims else "",
            verdicts.markdown_html(answers) if answers else "",
            "<h2>Files</h2><ul>"]
     out += [f"<li>{link(p)}</li>" for p in files]
@@ -112,6 +117,16 @@ def write_answers(run: Run, out: Path,
     return text
 
 
+def claims_first(ra: RunAnswers | None) -> tuple[str, str]:
+    """The index page's claims section and its answers without it: a run
+    that cites published figures leads with them."""
+    if ra is None:
+        return "", ""
+    claims = verdicts.claims_section(ra.primary, {}, ra.values, ra.rows)
+    text = verdicts.markdown(ra, claims=not claims)
+    return "\n".join(claims).lstrip("\n") + "\n" if claims else "", text
+
+
 def build_report(run: Run, dest: Path | None = None,
                  all_metrics: bool = False, pdf: bool = True) -> list[Path]:
     """Write the run's report directory; the paths, index.html first.
@@ -135,7 +150,8 @@ def build_report(run: Run, dest: Path | None = None,
     files += write_reliability(res, out, figs)
     files.append(write_record(run, out))
     index = out / "index.html"
-    atomic_write(index, index_html(res, figs, files, out, answers))
+    claims, answers = claims_first(ra)
+    atomic_write(index, index_html(res, figs, files, out, answers, claims))
     if out.resolve().parent == REPORTS.resolve():
         write_catalogue(REPORTS)
     return [index, *files]

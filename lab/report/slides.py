@@ -14,35 +14,22 @@ from __future__ import annotations
 
 import base64
 import html
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, Sequence
+from typing import Callable, Sequence
 
 from lab.cache import atomic_write
-from lab.errors import LabError
-from lab.report.figures import Figure, Results, gain, what
+from lab.report.analysis import gain, Results, what
+from lab.report.figures import Figure
+from lab.report.columns import Item, effect_items, num, pages, render, room
+from lab.report.pdf import print_pdf
 from lab.report.tables import LEGEND, pivots
 from lab.results.stats import CONFIDENCE
 from lab.report.upstream import (Candidate, Effect, Recommendation, evidence,
                           verdict)
 
 e = html.escape
-BROWSERS = ("chromium", "chromium-browser")
-CHROMIUM_TIMEOUT_S = 120
 
-# Slides are static (no script may measure them), so the deck decides what
-# goes on which slide from heights in px the CSS below fixes; measured in
-# Chromium on the real quick run's deck. BODY_PX: a slide's body under
-# the title with no claim; each claim line takes CLAIM_LINE_PX (at most
-# CLAIM_CHARS characters a line) and the claim's margin CLAIM_PX more.
-BODY_PX, CLAIM_PX, CLAIM_LINE_PX, CLAIM_CHARS = 598, 12, 24, 100
-H3_PX = 34                  # an h3: one 24px line and its margins
-PAIR_PX = 57                # a pair's caption, the table head and margin
-ROW_PX = (23, 41)           # an effect row: one line; two with a CI
-NOTE_PX, NOTE_LINE_PX, NOTE_CHARS = 8, 20, 50    # a note: margin, lines
 # Rows, a pivot's heading counting as one, that fit one backup column:
 # 538 px under the two-line legend, a 12px table row 21 px, a heading and
 # the gap after its table 24 px.
@@ -110,114 +97,6 @@ def _fig(fig: Figure | None) -> str:
             f"src='{_data_uri(fig)}'></div>")
 
 
-def num(effect: Effect) -> str:
-    """An effect's %change and CI, tagged with what it is."""
-    c = effect.change
-    attrs = (f"data-workload='{e(effect.workload)}' "
-             f"data-backend='{e(effect.backend)}' "
-             f"data-metric='{e(effect.metric)}' "
-             f"data-with='{e(effect.with_)}' "
-             f"data-without='{e(effect.without)}' "
-             f"data-pct='{c.pct!r}' data-verdict='{c.verdict}'")
-    if c.pct is None:
-        return f"<span class='num' {attrs}>n/a</span>"
-    ci = f" [{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None else ""
-    cls = "num sig" if c.significant else "num"
-    return (f"<span class='{cls}' {attrs}>{c.pct:+.1f} %{ci} "
-            f"{e(c.verdict)}</span>")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One thing a slide's column stacks."""
-    kind: Literal["h3", "note", "pair", "row"]  # pair: caption, table head
-    text: str = ""              # h3, note, pair: the words
-    effect: Effect | None = None
-
-    @property
-    def px(self) -> int:
-        if self.kind == "h3":
-            return H3_PX
-        if self.kind == "note":
-            return NOTE_PX + NOTE_LINE_PX * -(-len(self.text) // NOTE_CHARS)
-        if self.kind == "pair":
-            return PAIR_PX
-        # A CI makes the % change cell wrap.
-        return ROW_PX[self.effect is not None and
-                      self.effect.change.low is not None]
-
-
-def effect_items(effects: Sequence[Effect]) -> list[Item]:
-    """Effects as rows under a caption per pair of variants."""
-    out: list[Item] = []
-    for pair in dict.fromkeys((x.with_, x.without) for x in effects):
-        out.append(Item("pair", "{} vs {}".format(*pair)))
-        out += [Item("row", effect=x) for x in effects
-                if (x.with_, x.without) == pair]
-    return out
-
-
-def _lead(items: Sequence[Item]) -> int:
-    """The height a heading or caption needs with it: what follows, up to
-    the first row or note (never alone at the foot of a column)."""
-    px = 0
-    for it in items:
-        px += it.px
-        if it.kind in ("row", "note"):
-            break
-    return px
-
-
-def pages(items: Sequence[Item], room: int) -> list[list[Item]]:
-    """`items` in columns of `room` px; a column that goes on from the
-    previous one repeats its heading (continued) and the pair's caption."""
-    out: list[list[Item]] = [[]]
-    left, h3, pair = room, None, None
-    for i, it in enumerate(items):
-        need = it.px + (_lead(items[i + 1:]) if it.kind in ("h3", "pair")
-                        else 0)
-        if need > left and out[-1]:
-            carry = [Item("h3", f"{h3.text} (continued)")] \
-                if h3 and it.kind != "h3" else []
-            carry += [pair] if pair and it.kind == "row" else []
-            out.append(carry)
-            left = room - sum(c.px for c in carry)
-        out[-1].append(it)
-        left -= it.px
-        if it.kind == "h3":
-            h3, pair = it, None
-        elif it.kind == "pair":
-            pair = it
-    return out
-
-
-def render(items: Sequence[Item]) -> str:
-    out, table = [], False
-    for it in items:
-        if table and it.kind != "row":
-            out.append("</table>")
-            table = False
-        if it.kind == "h3":
-            out.append(f"<h3>{e(it.text)}</h3>")
-        elif it.kind == "note":
-            out.append(f"<p class='note'>{e(it.text)}</p>")
-        elif it.kind == "pair":
-            out.append(f"<p class='pair'>{e(it.text)}, % change [95 % CI]"
-                       "</p><table class='effects'><tr><th>measure</th>"
-                       "<th>device</th><th>n</th><th>% change</th></tr>")
-            table = True
-        elif it.effect is not None:
-            x = it.effect
-            out.append(f"<tr><td>{e(what(x))}</td><td>{e(x.backend)}</td>"
-                       f"<td>{x.n[1]}/{x.n[0]}</td><td>{num(x)}</td></tr>")
-    return "".join(out) + ("</table>" if table else "")
-
-
-def _room(claim: str) -> int:
-    lines = -(-len(claim) // CLAIM_CHARS)
-    return BODY_PX - (CLAIM_PX + CLAIM_LINE_PX * lines if claim else 0)
-
-
 def question(key: str, title: str, claim: str, fig: Figure | None,
              items: Sequence[Item]) -> list[Slide]:
     """A question's slide, the figure beside the evidence; evidence that
@@ -226,7 +105,7 @@ def question(key: str, title: str, claim: str, fig: Figure | None,
                   title if n == 1 else f"{title} (continued)",
                   (_fig(fig) if n == 1 else "") +
                   f"<div class='col'>{render(page)}</div>", claim)
-            for n, page in enumerate(pages(items, _room(claim)), 1)]
+            for n, page in enumerate(pages(items, room(claim)), 1)]
 
 
 def _say(effects: Sequence[Effect], subject: str) -> str:
@@ -250,10 +129,6 @@ def _say(effects: Sequence[Effect], subject: str) -> str:
 
 def _candidate(rec: Recommendation, series: str) -> Candidate | None:
     return next((c for c in rec.ranked if series in c.series), None)
-
-
-def _missing(text: str) -> str:
-    return f"<div class='col'><p class='missing'>{e(text)}</p></div>"
 
 
 # ---------------------------------------------------------------- slides
@@ -303,14 +178,8 @@ def _readahead_question(res: Results, rec: Recommendation,
     wl = next((w for w in res.source.workloads if res.kind(w) == kind),
               None)
     cand = _candidate(rec, "readahead")
-    if wl is None:
-        return [Slide(key, title, _missing(
-            f"This run has no {kind} workload (swapbench mode/pattern "
-            f"'{kind}'), so it cannot answer this question."))]
-    if cand is None:
-        return [Slide(key, title, _missing(
-            "No pair of variants in this run isolates the readahead "
-            "series, so its effect cannot be measured."))]
+    if wl is None or cand is None:
+        return []           # not a question this run covers
     effects = [x for x in cand.effects if x.workload == wl]
     return question(key, title, _say(effects, f"readahead on {wl}"),
                     figs.get(f"change-{wl}"),
@@ -326,14 +195,8 @@ def rotational_slide(res: Results, rec: Recommendation,
     spinning = [be for be in res.source.backends
                 if str((devs.get(be) or {}).get("rotational")) == "1"]
     cand = _candidate(rec, "readahead")
-    if not spinning:
-        return [Slide(key, title, _missing(
-            "No swap device in this run was rotational as the guest saw "
-            "it (queue/rotational = 1): the question stays open."))]
-    if cand is None:
-        return [Slide(key, title, _missing(
-            "No pair of variants in this run isolates the readahead "
-            "series, so its effect cannot be measured."))]
+    if not spinning or cand is None:
+        return []           # no rotational device, or no readahead pair
     # Readahead acts on swap-in: the swap-out (fill) workload says nothing.
     effects = [x for x in cand.effects if x.backend in spinning
                and res.kind(x.workload) != "fill"]
@@ -360,15 +223,10 @@ def thp_slide(res: Results, rec: Recommendation,
         "each device?"
     wl = next((w for w in res.source.workloads if res.kind(w) == "fill"),
               None)
-    if wl is None:
-        return [Slide(key, title, _missing(
-            "This run has no swap-out (swapbench fill) workload, so it "
-            "cannot answer this question."))]
     cands = [c for c in rec.ranked
              if {"thp-stage1", "thp-stage2"} & set(c.series)]
-    if not cands:
-        return [Slide(key, title, _missing(
-            "No pair of variants in this run isolates a THP stage."))]
+    if wl is None or not cands:
+        return []           # no swap-out workload, or no THP stage pair
     metric = res.throughput(wl)
     items, claims = [], []
     for c in cands:
@@ -384,18 +242,20 @@ def thp_slide(res: Results, rec: Recommendation,
                     items)
 
 
-def overview_slide(res: Results, figs: dict[str, Figure]) -> Slide:
+def overview_slide(res: Results, figs: dict[str, Figure]) -> list[Slide]:
     fig = figs.get("heatmap")
-    return Slide("overview", "The whole matrix at a glance",
-                 _fig(fig) if fig else _missing("No throughput measured."),
-                 fig.title if fig else "")
+    if fig is None:
+        return []           # nothing compared with the baseline
+    return [Slide("overview", "The whole matrix at a glance", _fig(fig),
+                  fig.title)]
 
 
 def recommendation_slide(rec: Recommendation) -> Slide:
     if not rec.ranked:
-        return Slide("recommendation", "Upstream first", _missing(
-            "No candidate could be measured: the run has no pair of "
-            "variants that differ by a patch series."))
+        return Slide("recommendation", "Upstream first",
+                     "<div class='col'><p class='note'>No recommendation: "
+                     "no pair of variants in this run differs by one patch "
+                     "series.</p></div>", "No recommendation")
     items = []
     for i, c in enumerate(rec.ranked):
         best = max(c.judged(), key=lambda t: t[1][0], default=None)
@@ -452,7 +312,7 @@ def slides(res: Results, rec: Recommendation, figs: Sequence[Figure],
     by_name = {f.name: f for f in figs}
     if lead:
         return [*lead, recommendation_slide(rec),
-                overview_slide(res, by_name), *backup_slides(res)]
+                *overview_slide(res, by_name), *backup_slides(res)]
     questions: list[Callable[[], list[Slide]]] = [
         lambda: _readahead_question(res, rec, by_name, "seq",
                                     "Does VMA readahead help sequential "
@@ -467,7 +327,7 @@ def slides(res: Results, rec: Recommendation, figs: Sequence[Figure],
         lambda: thp_slide(res, rec, by_name),
     ]
     return [setup_slide(res), *(s for q in questions for s in q()),
-            overview_slide(res, by_name), recommendation_slide(rec),
+            *overview_slide(res, by_name), recommendation_slide(rec),
             *backup_slides(res)]
 
 
@@ -485,42 +345,6 @@ def deck_html(res: Results, deck: Sequence[Slide]) -> str:
                    "</section>")
     out.append("</body></html>\n")
     return "\n".join(out)
-
-
-# ------------------------------------------------------------------- PDF
-
-def browser() -> str:
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    raise LabError("no headless Chromium to print the deck: apt-get "
-                   "install chromium (or skip the PDF)")
-
-
-def chromium_argv(profile: Path) -> list[str]:
-    """Headless, offline, and with a throw-away profile."""
-    return [browser(), "--headless", "--no-sandbox", "--disable-gpu",
-            "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync",
-            "--disable-dev-shm-usage", f"--user-data-dir={profile}"]
-
-
-def print_pdf(page: Path, pdf: Path) -> Path:
-    with tempfile.TemporaryDirectory(prefix="swaplab-chromium-") as tmp:
-        argv = chromium_argv(Path(tmp)) + [
-            "--no-pdf-header-footer", f"--print-to-pdf={pdf}",
-            page.resolve().as_uri()]
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True,
-                                  timeout=CHROMIUM_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise LabError(f"chromium did not print {page} within "
-                           f"{CHROMIUM_TIMEOUT_S} s") from None
-    if proc.returncode != 0 or not pdf.is_file():
-        raise LabError(f"chromium could not print {page} (exit "
-                       f"{proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return pdf
 
 
 def write_deck(res: Results, rec: Recommendation, figs: Sequence[Figure],

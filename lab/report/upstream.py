@@ -27,10 +27,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from lab.report.figures import Results, gain, pct_text, what
+from lab.report.analysis import gain, pct_text, Results, what
 from lab.results.record import complaints
 from lab.results.stats import Change, compare
-from lab.spec.matrix import Matrix, Variant
+from lab.spec.model import Matrix, Variant
 
 
 @dataclass(frozen=True)

@@ -5,23 +5,36 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Iterable, Sequence
+import statistics
+from typing import Iterable, Mapping, Sequence
 
 from lab.results import answers as ans
+from lab.results import record
 from lab.results.order import OrderEffect, order_effect
+from lab.results.pieces import pieces, pieces_text
 from lab.results.replication import Replication, RunAnswers
 from lab.results.store import CellRecord
+from lab.spec.model import Figure
 
 METHOD = (
     "Each (question, backend) is one primary test: Welch's t on the log "
-    "of the ratio of means (a %change cannot pass -100 %), examined after "
-    "each repeat from {min_n} to {max_n} with alpha spent by a Pocock-type "
+    "of the ratio of means (a %change cannot pass -100 %), examined "
+    "{looks} with alpha spent by a Pocock-type "
     "function, so a question may stop once decided; Benjamini-Hochberg "
     "at 5 % over the run's {m} primary tests (q). \"Equivalent\" is two "
     "one-sided tests against +-delta (TOST, 5 %). The interval is the "
     "last look's 95 % interval. A/A rows boot the reference's own kernel "
     "under a second name: they calibrate the run and are not in the "
     "false-discovery family. Other metrics are exploratory.")
+
+
+def looks_text(design: ans.Design) -> str:
+    """When the questions were examined, as METHOD says it."""
+    if design.step == 1:
+        return f"after each repeat from {design.min_n} to {design.max_n}"
+    *head, tail = [str(n) for n in design.looks]
+    return f"at n = {', '.join(head)} and {tail}" if head else \
+        f"at n = {tail}"
 
 
 def pct(x: float) -> str:
@@ -100,9 +113,12 @@ def _table(rows: Sequence[ans.Answer], replicated: dict[tuple[str, str],
 
 
 def markdown(ra: RunAnswers,
-             replicated: dict[tuple[str, str], str] | None = None) -> str:
+             replicated: dict[tuple[str, str], str] | None = None,
+             claims: bool = True) -> str:
+    """answers.md; `claims` False leaves out the claims section (a page
+    that shows it first)."""
     replicated = replicated or {}
-    primary = [a for a in ra.answers if not a.question.is_aa]
+    primary = ra.primary
     aa = [a for a in ra.answers if a.question.is_aa]
     decided = sum(a.decided for a in primary)
     out = [f"# Answers: run {ra.run_id} (sub-matrix {ra.submatrix})", ""]
@@ -112,17 +128,27 @@ def markdown(ra: RunAnswers,
         out += [f"**This run is flagged: its A/A control found a "
                 f"difference ({names}). Read no verdict below as a "
                 "result.**", ""]
+    busy = sum(1 for rec in ra.records.values() if rec.outcome == "ok"
+               and record.host_busy(rec.result))
+    if busy:
+        out += [f"{busy} cells were set aside: other work took more than "
+                f"{record.MAX_FOREIGN_SHARE:.0%} of the host's CPU while "
+                "they ran (timing.host_load in each result); adaptive "
+                "rounds ran their repeats again.", ""]
+    when = pieces_text(pieces(ra.records.values()))
     out += [f"{decided} of {len(primary)} questions decided. "
-            + testbed(ra.records.values()), "",
-            METHOD.format(min_n=ra.design.min_n, max_n=ra.design.max_n,
-                          m=len(primary)), ""]
+            + testbed(ra.records.values()) + (f" {when}" if when else ""),
+            "",
+            METHOD.format(looks=looks_text(ra.design), m=len(primary)),
+            ""]
     out += _table(primary, replicated)
     if aa:
         out += ["", "## Calibration (A/A)", "",
                 "The same kernel under two names: a difference here means "
                 "the run's noise is not what its tests assume.", ""]
         out += _table(aa, replicated)
-    out += claims_section(primary, replicated)
+    if claims:
+        out += claims_section(primary, replicated, ra.values, ra.rows)
     out += order_section(ra)
     return "\n".join(out) + "\n"
 
@@ -150,30 +176,125 @@ def magnitude(a: ans.Answer) -> str:
     return f"{a.last.pct / claim.change_pct:.2f}"
 
 
+Values = Mapping[tuple[str, str, str, str], list[float]]
+
+
+def arms(a: ans.Answer, metric: str, reference: str, candidate: str,
+         values: Values) -> tuple[list[float], list[float]]:
+    """Every cell's `metric` of two variants in the answer's workload and
+    backend."""
+    q = a.question
+    return (values.get((q.workload, a.backend, metric, reference), []),
+            values.get((q.workload, a.backend, metric, candidate), []))
+
+
+def beside(a: ans.Answer, metric: str, reference: str, candidate: str,
+           values: Values) -> tuple[str, str, ans.Look | None]:
+    """`candidate` against `reference` on `metric` in the answer's
+    workload and backend, from every cell of both: the change with its
+    95 % interval (text), n ref/cand, and the look itself (None without
+    enough data). Reported, never tested: no verdict, no BH."""
+    ref, cand = arms(a, metric, reference, candidate, values)
+    n = f"{len(ref)}/{len(cand)}"
+    if min(len(ref), len(cand)) < ans.MIN_N:
+        return "no data", n, None
+    try:
+        lk = ans.look(ref, cand, a.question.delta_pct)
+    except ValueError as exc:
+        return f"no ratio ({exc})", n, None
+    return look_text(lk), n, lk
+
+
+def figure_row(a: ans.Answer, fig: Figure, values: Values) -> str:
+    """One more figure of a claim (a percentile beside the average),
+    reported beside the answer."""
+    q = a.question
+    claimed = fig.change_pct
+    lab, n, lk = beside(a, fig.metric, q.reference, q.candidate, values)
+    same, mag = "-", "-"
+    if lk is not None and claimed is not None:
+        # A source's "no change" is contradicted by any interval that
+        # excludes 0.
+        same = ("not shown" if lk.low <= 0 <= lk.high else
+                "no" if claimed == 0 else
+                "yes" if (lk.pct > 0) == (claimed > 0) else "no")
+        mag = f"{lk.pct / claimed:.2f}" if claimed else "-"
+    name = fig.metric.rsplit(".", 1)[-1]
+    return "| " + " | ".join((
+        f"{q.name}: {name}", a.backend,
+        f"{fig.reference:g} -> {fig.candidate:g}",
+        pct(claimed) if claimed is not None else "- (from 0)", lab, n,
+        same, mag, "not tested",
+        "reported beside the question, not tested")) + " |"
+
+
+def reference_row(a: ans.Answer, variant: str, values: Values) -> str:
+    """A reference kernel of the run (sub-matrix `rows`, e.g. stock 6.1)
+    against the question's reference, on its primary metric."""
+    q = a.question
+    lab, n, _ = beside(a, q.metric, q.reference, variant, values)
+    return "| " + " | ".join((
+        f"{q.name}: {variant}", a.backend,
+        f"reference row: {variant} vs {q.reference}", "-", lab, n, "-", "-",
+        "not tested", "a reference kernel beside the question, not "
+        "tested")) + " |"
+
+
+def measured_text(a: ans.Answer, values: Values) -> str:
+    """The claim's `explain` metrics: each arm's median, reference ->
+    candidate, with the cells behind them."""
+    q = a.question
+    if q.claim is None:
+        return ""
+    parts = []
+    for metric in q.claim.explain:
+        ref, cand = arms(a, metric, q.reference, q.candidate, values)
+        name = metric.split(".", 1)[-1]
+        if not ref or not cand:
+            parts.append(f"{name} not measured")
+            continue
+        parts.append(f"{name} {statistics.median(ref):.3g} -> "
+                     f"{statistics.median(cand):.3g} (medians, n "
+                     f"{len(ref)}/{len(cand)})")
+    return "measured: " + "; ".join(parts) if parts else ""
+
+
 def claims_section(rows: Sequence[ans.Answer],
-                   replicated: dict[tuple[str, str], str]) -> list[str]:
-    """Each question that cites a published figure, beside it."""
+                   replicated: dict[tuple[str, str], str],
+                   values: Values | None = None,
+                   references: Sequence[str] = ()) -> list[str]:
+    """Each question that cites a published figure, beside it, and under
+    it the source's other figures for the same pair and the run's
+    reference kernels (`references`, sub-matrix `rows`)."""
     cited = [a for a in rows if a.question.claim is not None]
     if not cited:
         return []
+    figures = any(a.question.claim.figures for a in cited
+                  if a.question.claim is not None)
     out = ["", "## Against the claims", "",
            "Each question that cites a published figure (matrix.yaml "
            "`claim`), set beside the lab's result. Same direction: "
            "decided the claim's way (yes), decided against it (no), or "
-           "not decided (not shown). Magnitude: the lab's %change over "
-           "the claim's.", "",
+           "not decided (not shown)"
+           + ("; for a figure reported beside a question, whether its "
+              "95 % interval excludes no change" if figures else "")
+           + ". Magnitude: the lab's %change over the claim's.", "",
            "| question | backend | claim | claimed | lab [95 % CI] | n "
            "ref/cand | same direction | magnitude | replicated | why they "
            "may differ |", "|---|---|---|---|---|---|---|---|---|---|"]
     for a in cited:
         c = a.question.claim
         assert c is not None
+        why = "; ".join(t for t in (c.note, measured_text(a, values or {}))
+                        if t)
         out.append("| " + " | ".join((
             a.question.name, a.backend, c.source, pct(c.change_pct),
             change_text(a), f"{a.n_ref}/{a.n_cand}", direction(a),
             magnitude(a), replicated.get((a.question.name, a.backend),
                                          "not yet (one run)"),
-            c.note or "-")) + " |")
+            why or "-")) + " |")
+        out += [figure_row(a, fig, values or {}) for fig in c.figures]
+        out += [reference_row(a, v, values or {}) for v in references]
     return out
 
 

@@ -11,15 +11,20 @@ How a verdict is reached, and why each step is valid:
     its log (lab.results.stats; a %change never reaches -100 %). Samples
     with zeros or negatives use the difference of means over the
     reference mean instead.
-  * Looks. With adaptive repeats a question is examined after each
-    repeat from `min_n` to `max_n` (the data at look n are each arm's
-    first n repeats). Examining the data often inflates false positives,
-    so alpha is spent over the looks with the Pocock-type function
-    alpha * ln(1 + (e - 1) * n / max_n) of Lan and DeMets, and look n
-    tests at its increment w_n * alpha only. The sequential p-value
-    min_n(p_n / w_n) is then valid whatever the stopping (a union bound
-    over all planned looks: P(p <= u) <= sum_n w_n * u = u), so a question
-    may stop the moment it is decided. A run of fixed repeats has one look.
+  * Looks. With adaptive repeats a question is examined at planned
+    looks: at `min_n`, then every `step` repeats, and at `max_n` (the
+    data at look n are each arm's first n repeats). Examining the data
+    often inflates false positives, so alpha is spent over the looks
+    with the Pocock-type function alpha * ln(1 + (e - 1) * n / max_n) of
+    Lan and DeMets, and look k tests at its increment w_k * alpha only.
+    The sequential p-value min_k(p_k / w_k) is then valid whatever the
+    stopping (a union bound over the planned looks: P(p <= u) <=
+    sum_k w_k * u = u), so a question may stop the moment it is decided.
+    Fewer looks leave more alpha to each: with 10 looks (step 1, n 3 to
+    12) the last gets 5.4 % of alpha, with 4 (step 3) 17.2 %. Data that
+    stop between two looks (a failed cell, the budget) are tested once in
+    that slot, at the n reached, with the slot's weight. A run of fixed
+    repeats has one look.
   * Equivalence: two one-sided Welch t tests (TOST) against the margins
     -delta and +delta, each at the look's level, combined like the
     difference test: "equivalent" when p_equiv <= alpha.
@@ -42,7 +47,7 @@ from typing import Mapping, Sequence
 from scipy import stats as sps
 
 from lab.results import stats
-from lab.spec.questions import Question
+from lab.spec.model import Question
 
 ALPHA = 0.05
 MIN_N = stats.MIN_N
@@ -53,11 +58,36 @@ EQUIVALENT = "equivalent"
 
 @dataclass(frozen=True)
 class Design:
-    """When a run looks at its data: after each repeat from min_n to
-    max_n (one look when they are equal)."""
+    """When a run looks at its data: at min_n, every step repeats after
+    it, and at max_n (one look when min_n and max_n are equal)."""
     min_n: int
     max_n: int
     alpha: float = ALPHA
+    step: int = 1
+
+    @property
+    def looks(self) -> list[int]:
+        """The planned looks, in order."""
+        return list(range(self.min_n, self.max_n, self.step)) + \
+            [self.max_n]
+
+    def next_look(self, n: int) -> int:
+        """The first planned look after n values (max_n past the last)."""
+        return next((k for k in self.looks if k > n), self.max_n)
+
+    def slots(self, reach: int) -> list[tuple[int, float]]:
+        """(n, weight) of each look that data of `reach` values a side
+        take: each planned look, or the n reached when the data stop
+        before it (once per slot, so the weights still sum to at most
+        1)."""
+        out = []
+        before = 0
+        for k in self.looks:
+            if reach < self.min_n or reach <= before:
+                break
+            out.append((min(reach, k), self.weight(k)))
+            before = k
+        return out
 
     def spent(self, n: int) -> float:
         """Alpha spent up to and including look n (Pocock type)."""
@@ -68,12 +98,15 @@ class Design:
         return self.alpha * math.log(1 + (math.e - 1) * n / self.max_n)
 
     def weight(self, n: int) -> float:
-        """Look n's share of alpha (the weights of all looks sum to 1)."""
+        """The share of alpha of the slot n falls in (the planned look at
+        or after n; the weights of all looks sum to 1)."""
         n = min(n, self.max_n)
         if n < self.min_n:
             return 0.0
-        before = 0.0 if n == self.min_n else self.spent(n - 1)
-        return (self.spent(n) - before) / self.alpha
+        k = n if n in self.looks else self.next_look(n)
+        prev = [j for j in self.looks if j < k]
+        before = self.spent(prev[-1]) if prev else 0.0
+        return (self.spent(k) - before) / self.alpha
 
 
 @dataclass(frozen=True)
@@ -171,9 +204,8 @@ def sequential(ref: Sequence[float], cand: Sequence[float],
     reach = min(len(ref), len(cand), design.max_n)
     p_seq = p_eq_seq = 1.0
     last = None
-    for n in range(design.min_n, reach + 1):
+    for n, w in design.slots(reach):
         last = look(ref[:n], cand[:n], delta_pct)
-        w = design.weight(n)
         p_seq = min(p_seq, last.p / w)
         p_eq_seq = min(p_eq_seq, last.p_equiv / w)
     if last is None:
@@ -184,13 +216,14 @@ def sequential(ref: Sequence[float], cand: Sequence[float],
 def first_look_differs(a: Sequence[float], b: Sequence[float],
                        delta_pct: float, design: Design,
                        every_look_at_alpha: bool = False) -> bool:
-    """Looking after each repeat and stopping at the first decision, is
-    a difference called? (For A/A checks: the two samples come from one
-    kernel.) every_look_at_alpha tests each look at the full alpha, the
-    unprotected design the spending replaces, and never stops early."""
-    for n in range(design.min_n, min(len(a), len(b), design.max_n) + 1):
+    """Looking at the design's looks and stopping at the first decision,
+    is a difference called? (For A/A checks: the two samples come from
+    one kernel.) every_look_at_alpha tests each look at the full alpha,
+    the unprotected design the spending replaces, and never stops
+    early."""
+    for n, w in design.slots(min(len(a), len(b), design.max_n)):
         lk = look(a[:n], b[:n], delta_pct)
-        level = ALPHA if every_look_at_alpha else ALPHA * design.weight(n)
+        level = ALPHA if every_look_at_alpha else ALPHA * w
         if lk.p <= level:
             return True
         if not every_look_at_alpha and lk.p_equiv <= level:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from lab.results import record
 from lab.results.store import CellRecord
 
 HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
@@ -33,6 +34,22 @@ GROUP_FIELDS: dict[str, tuple[str, str, bool]] = {
 # where /1 wrote 2, so CPU-bound figures of the two are not compared (runs
 # differ in inputs)
 SWAPBENCH = ("swapbench/1", "swapbench/2", "swapbench/3", "swapbench/4")
+# swaprace (workloads/README.md): the race of swap-in against page-table
+# changes. Its figures say how much was raced and checked, not how fast:
+# counts of the `total` object, and of each mutator operation in
+# `total.ops`; a mismatch has already failed the cell (integrity-error).
+SWAPRACE = ("swaprace/1",)
+RACE_FIELDS: dict[str, tuple[str, str, bool]] = {
+    "verified_pages": ("pages", NEUTRAL, True),
+    "fork_verified_pages": ("pages", NEUTRAL, False),
+    "written_pages": ("pages", NEUTRAL, False),
+    "busy_skips": ("pages", NEUTRAL, False),
+    "mismatches": ("pages", LOWER, True),
+    "fork_mismatches": ("pages", LOWER, False),
+    "errors": ("errors", LOWER, False),
+    "majflt": ("faults", NEUTRAL, False),
+    "race_s": ("s", NEUTRAL, False),
+}
 LATENCY_FIELDS = ("avg_us", "min_us", "max_us", "p50_us", "p60_us",
                   "p70_us", "p80_us", "p90_us", "p95_us", "p99_us",
                   "p999_us")
@@ -79,7 +96,7 @@ class Metric:
 @dataclass(frozen=True)
 class Observed:
     """What a cell measured, independent of the result file's layout."""
-    workload: dict[str, Any] | None          # swapbench/1 document
+    workload: dict[str, Any] | None          # swapbench or swaprace document
     vmstat_before: dict[str, int]
     vmstat_after: dict[str, int]
     meminfo_after: dict[str, int]            # kB
@@ -91,7 +108,8 @@ def observed(result: Mapping[str, Any]) -> Observed:
     """The adapter from the runner's result (swaplab-cell/1) to Observed:
     the only place that knows the runner's field names."""
     wl = (result.get("workload") or {}).get("result")
-    if not isinstance(wl, dict) or wl.get("schema") not in SWAPBENCH:
+    if not isinstance(wl, dict) or \
+            wl.get("schema") not in SWAPBENCH + SWAPRACE:
         wl = None
     before = result.get("before") or {}
     after = result.get("after") or {}
@@ -111,7 +129,10 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
     obs = observed(result)
     out: dict[str, Metric] = {}
     if obs.workload is not None:
-        out.update(_swapbench(obs.workload))
+        if obs.workload.get("schema") in SWAPRACE:
+            out.update(_swaprace(obs.workload))
+        else:
+            out.update(_swapbench(obs.workload))
     out.update(_vmstat(obs.vmstat_before, obs.vmstat_after))
     for name in MEMINFO_AFTER:
         if name in obs.meminfo_after:
@@ -160,6 +181,19 @@ def _swapbench(doc: Mapping[str, Any]) -> dict[str, Metric]:
                     out[f"swapbench.{name}.latency.{field}"] = Metric(
                         float(lat[field]), "us", LOWER,
                         field in LATENCY_HEADLINE)
+    return out
+
+
+def _swaprace(doc: Mapping[str, Any]) -> dict[str, Metric]:
+    total = doc.get("total") or {}
+    out = {f"swaprace.total.{field}": Metric(float(total[field]), unit,
+                                             better, head)
+           for field, (unit, better, head) in RACE_FIELDS.items()
+           if isinstance(total.get(field), (int, float))}
+    for op, n in (total.get("ops") or {}).items():
+        if isinstance(n, (int, float)):
+            out[f"swaprace.total.ops.{op}"] = Metric(float(n), "ops",
+                                                     NEUTRAL)
     return out
 
 
@@ -265,11 +299,16 @@ class Samples:
 
 def gather(records: Iterable[CellRecord]) -> Samples:
     """Group the metrics of the successful cells by (workload, backend,
-    metric, variant); failed cells are listed, not measured."""
+    metric, variant); failed cells, and cells measured on a busy host,
+    are listed, not measured."""
     out = Samples({}, {}, {})
     for rec in sorted(records, key=lambda r: r.cell):
         if rec.outcome != "ok":
             out.failed[rec.cell.id] = rec.result.get("reason") or "failed"
+            continue
+        busy = record.host_busy(rec.result)
+        if busy:
+            out.failed[rec.cell.id] = busy
             continue
         c = rec.cell
         for name, metric in cell_metrics(rec.result).items():

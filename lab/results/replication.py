@@ -11,6 +11,7 @@ from at least two runs started REPLICATION_GAP_S apart.
 from __future__ import annotations
 
 import calendar
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -22,8 +23,7 @@ from lab.errors import LabError
 from lab.results import answers as ans
 from lab.results.metrics import gather
 from lab.results.store import CellRecord, Run, run_matrix
-from lab.spec.matrix import Matrix
-from lab.spec.questions import Question
+from lab.spec.model import Matrix, Question
 
 # Runs "at different times": host load and drift differ by the hour.
 REPLICATION_GAP_S = 3600
@@ -38,6 +38,11 @@ class RunAnswers:
     questions: tuple[Question, ...]
     answers: list[ans.Answer]
     records: dict[str, CellRecord]
+    # every metric of the measured cells: (workload, backend, metric,
+    # variant) -> values, for figures reported beside the answers
+    values: dict[tuple[str, str, str, str], list[float]] = \
+        dataclasses.field(default_factory=dict)
+    rows: tuple[str, ...] = ()      # the sub-matrix's reference kernels
 
     @classmethod
     def of(cls, run: Run, matrix: Matrix | None = None) -> "RunAnswers":
@@ -53,11 +58,18 @@ class RunAnswers:
                            "'lab report' still tabulates it")
         questions = tuple(matrix.questions[q] for q in sub.questions)
         records = run.records()
-        design = ans.Design(sub.repeats, sub.max_repeats)
+        design = ans.Design(sub.repeats, sub.max_repeats,
+                            step=sub.look_every)
         values = gather(records.values()).values
         return cls(run.id, run.manifest.get("started") or "", sub_name,
                    design, questions,
-                   ans.answer_all(questions, values, design), records)
+                   ans.answer_all(questions, values, design), records,
+                   values, sub.rows)
+
+    @property
+    def primary(self) -> list[ans.Answer]:
+        """The answers of the run's primary tests (A/A rows aside)."""
+        return [a for a in self.answers if not a.question.is_aa]
 
     @property
     def flagged(self) -> list[ans.Answer]:

@@ -27,7 +27,9 @@ from typing import Any, Mapping
 from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.paths import REPO
-from lab.spec.matrix import Cell, Matrix, load_matrix, parse_matrix
+from lab.results.record import host_busy
+from lab.spec.matrix import load_matrix, parse_matrix
+from lab.spec.model import Cell, Matrix
 
 RUN_SCHEMA = "swaplab-run/1"
 CELL_SCHEMA = "swaplab-result/1"
@@ -145,9 +147,12 @@ class CellRecord:
 
     @property
     def finished(self) -> bool:
-        # A lab-error is the host's or the lab's fault, not a measurement:
-        # it does not count as done, so a resumed run tries it again.
-        return self.result.get("reason") != "lab-error"
+        # A lab-error is the host's or the lab's fault, not a measurement,
+        # and so is a cell measured while other work took the host's CPU
+        # (set aside by the statistics): neither counts as done, so a
+        # resumed run measures it again.
+        return self.result.get("reason") != "lab-error" and \
+            not host_busy(self.result)
 
 
 @dataclass
@@ -185,6 +190,18 @@ class Run:
         """Add cells to the run's plan (an adaptive round)."""
         planned = self.manifest.setdefault("cells", [])
         planned += [c.id for c in cells if c.id not in planned]
+        atomic_write(self.root / MANIFEST,
+                     json.dumps(self.manifest, indent=1) + "\n")
+
+    def adopt_matrix(self, matrix: Matrix) -> None:
+        """Keep `matrix`'s file as the run's copy (a resumed run whose
+        study is unchanged, Matrix.study_digest)."""
+        text = matrix.file.read_bytes()
+        digest = hashlib.sha256(text).hexdigest()
+        if self.manifest["matrix"].get("sha256") == digest:
+            return
+        atomic_write(self.root / "matrix.yaml", text)
+        self.manifest["matrix"]["sha256"] = digest
         atomic_write(self.root / MANIFEST,
                      json.dumps(self.manifest, indent=1) + "\n")
 
@@ -309,6 +326,7 @@ class Store:
                        "workloads": list(sub.workloads),
                        "questions": list(sub.questions),
                        "max_repeats": sub.max_repeats,
+                       "look_every": sub.look_every,
                        "budget_s": sub.budget_s,
                        "order_seed": sub.order_seed},
             "cells": [c.id for c in cells],

@@ -15,7 +15,7 @@ from typing import Iterable
 
 from lab.results.replication import RunAnswers
 from lab.results.store import CellRecord, Run
-from lab.spec.matrix import Cell, Matrix
+from lab.spec.model import Cell, Matrix
 
 # A cell whose kind has never run yet is budgeted at this (a TCG NVMe
 # cell takes 15 to 35 s; the next round measures it).
@@ -45,11 +45,11 @@ def cell_seconds(records: Iterable[CellRecord]) -> dict[tuple[str, str],
 
 def next_round(matrix: Matrix, sub_name: str, run: Run,
                budget_left_s: float | None) -> Round:
-    """One more repeat of each arm of every undecided question, the
+    """Each arm of every undecided question up to its next look, the
     nearest to a decision first, cut to what the budget still allows."""
     sub = matrix.sub(sub_name)
     ra = RunAnswers.of(run, matrix)
-    primary = [a for a in ra.answers if not a.question.is_aa]
+    primary = ra.primary
     undecided = [a for a in ra.answers if not a.decided]
     todo = sorted((a for a in undecided
                    if min(a.n_ref, a.n_cand) < sub.max_repeats),
@@ -66,8 +66,9 @@ def next_round(matrix: Matrix, sub_name: str, run: Run,
     for a in todo:
         q = a.question
         # Below the minimum (cells failed, or a first session cut short
-        # by the budget) fill up to it; beyond it, one repeat more.
-        target = max(sub.repeats, min(a.n_ref, a.n_cand) + 1)
+        # by the budget) fill up to it; beyond it, up to the next look.
+        target = max(sub.repeats,
+                     ra.design.next_look(min(a.n_ref, a.n_cand)))
         add: list[Cell] = []
         reached: dict[tuple[str, str, str], int] = {}
         for variant, have in ((q.reference, a.n_ref),

@@ -24,7 +24,7 @@ from lab.guest import cellspec
 from lab.kernel.build import Build
 from lab.results import store
 from lab.results.record import complaints, workload_doc
-from lab.spec.matrix import Cell, Matrix
+from lab.spec.model import Cell, Matrix
 
 SWAPBENCH = cellspec.WORKLOADS_BUILD / "swapbench"
 CALIBRATION_US = 24
@@ -62,15 +62,26 @@ def qemu_version() -> str:
     return accel.qemu_version()
 
 
+def programs(matrix: Matrix, cell: Cell) -> list[Path]:
+    """The workloads/build binaries a cell runs: its program, and any
+    argument that names another (swapcycle runs swapbench)."""
+    wl = matrix.workloads[cell.workload]
+    names = dict.fromkeys((wl.program, *wl.args))
+    return [cellspec.WORKLOADS_BUILD / n for n in names
+            if "/" not in n and (cellspec.WORKLOADS_BUILD / n).is_file()]
+
+
 def inputs(matrix: Matrix, cell: Cell, build: Build, cache: Path) -> str:
     """The store's inputs hash, including what the matrix does not pin:
-    the workload and agent binaries, the calibration and the base kernel
-    command line."""
+    the binaries the cell runs and the agent, the calibration and the
+    base kernel command line. Only the cell's own programs: a study
+    measured in pieces keeps its cells when another workload's program
+    is rebuilt or a new one is added."""
     extra = {"calibration": calibration(cache).decode(errors="replace"),
              # every guest's kernel command line starts with it: a result
              # from another (rootfstype=tmpfs, say) is not this cell's
              "base_cmdline": " ".join(qemu.BASE_CMDLINE)}
-    for path in sorted(cellspec.WORKLOADS_BUILD.glob("*")) + sorted(
+    for path in programs(matrix, cell) + sorted(
             (REPO / "workloads/agent/build").glob("*")):
         if path.is_file():
             extra[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()

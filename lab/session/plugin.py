@@ -19,6 +19,7 @@ stops the session too, with a message naming the file.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,13 @@ import pytest
 from lab import procs
 from lab.cache import DiskFull, cache_root, locked
 from lab.errors import LabError
+from lab.guest import hostload
 from lab.kernel.build import Build, BuildFailed, Builder
 from lab.paths import REPO
 from lab.progress import Progress
 from lab.results import store
-from lab.spec.matrix import Cell, Matrix, load_matrix
+from lab.spec.matrix import load_matrix
+from lab.spec.model import Cell, Matrix
 
 PROPERTY = "swaplab-cell"
 STATE = pytest.StashKey[dict]()
@@ -91,15 +94,26 @@ def _cells(config: pytest.Config, matrix: Matrix, sub: str) -> list[Cell]:
 
 def _open_run(st: store.Store, matrix: Matrix, sub: str,
               cells: list[Cell], fresh: bool) -> store.Run:
-    """Resume the latest run of this sub-matrix when the matrix file is
-    unchanged, so finished cells are reused; else start a new one."""
-    digest = store.sha256_file(matrix.file)
+    """Resume the latest run of this sub-matrix of this matrix file when
+    what it measures and decides is unchanged (Matrix.study_digest), so
+    finished cells are reused; else start a new one. A long study runs
+    in pieces over days while other parts of matrix.yaml change; the
+    resumed run keeps the file as it is now. Another file, even with the
+    same study, is another experiment."""
     if not fresh:
+        want = matrix.study_digest(sub)
         for run_id in reversed(st.ids()):
             run = st.open(run_id)
             m = run.manifest.get("matrix", {})
-            if m.get("submatrix") == sub and m.get("sha256") == digest:
+            if m.get("submatrix") != sub or m.get("file") != str(matrix.file):
+                continue
+            try:
+                same = store.run_matrix(run).study_digest(sub) == want
+            except LabError:
+                same = False        # its copy no longer parses
+            if same:
                 run.remove_partial()
+                run.adopt_matrix(matrix)
                 return run
     return st.create(matrix, sub, cells)
 
@@ -118,6 +132,8 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         state["run"] = st.open(worker["swaplab_run"])
+        # the other workers' guests are the lab's own, not other work
+        os.environ[hostload.ROOT_ENV] = str(worker["swaplab_load_root"])
     else:
         if config.getoption("--lab-run"):
             state["run"] = st.open(config.getoption("--lab-run"))
@@ -146,6 +162,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_configure_node(node: Any) -> None:
     """xdist: tell each worker which run it contributes to."""
     node.workerinput["swaplab_run"] = node.config.stash[STATE]["run"].id
+    node.workerinput["swaplab_load_root"] = os.getpid()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

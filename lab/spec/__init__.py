@@ -1,2 +1,4 @@
-"""Stage 1: matrix.yaml as a validated model (variants, backends, workloads,
-sub-matrices, expectations), with file:line in every error."""
+"""Stage 1: matrix.yaml as a validated, immutable model (model.py:
+variants, backends, workloads, sub-matrices, expectations, questions),
+parsed by matrix.py, questions.py and expect.py with file:line in every
+error."""

@@ -11,49 +11,17 @@ the value the guest reported.
 """
 from __future__ import annotations
 
-import operator
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from lab.spec.fields import expected
+from lab.spec.model import Cell, Condition, Expectation
 from lab.spec.yamlsrc import Node
 
-if TYPE_CHECKING:
-    from lab.spec.matrix import Cell, Rule
-
-OPS: dict[str, Callable[[float, float], bool]] = {
-    ">": operator.gt, ">=": operator.ge, "<": operator.lt,
-    "<=": operator.le, "==": operator.eq}
 COUNTER = r"[a-z][a-z0-9_]*"
 CONDITION_RE = re.compile(
     r"\s*(>=|<=|==|>|<)?\s*(\d{1,18})\s*(?:%\s*(" + COUNTER + r"))?\s*")
 COUNTER_RE = re.compile(COUNTER)
-
-
-@dataclass(frozen=True)
-class Condition:
-    op: str
-    value: int
-    of: str = ""                    # value is a percentage of this counter
-
-    def bound(self, delta: Mapping[str, int]) -> float:
-        return self.value * delta.get(self.of, 0) / 100 if self.of \
-            else self.value
-
-    def holds(self, got: int, delta: Mapping[str, int]) -> bool:
-        return OPS[self.op](got, self.bound(delta))
-
-    def __str__(self) -> str:
-        return f"{self.op} {self.value}% of {self.of}" if self.of \
-            else f"{self.op} {self.value}"
-
-
-@dataclass(frozen=True)
-class Expectation:
-    where: "Rule"
-    vmstat: dict[str, Condition]
-    origin: str = ""                # file:line where it is declared
 
 
 def condition(node: Node) -> Condition:
@@ -83,7 +51,7 @@ def counters(node: Node) -> dict[str, Condition]:
     return out
 
 
-def check(expectations: Iterable[Expectation], cell: "Cell",
+def check(expectations: Iterable[Expectation], cell: Cell,
           result: Mapping[str, Any]) -> list[str]:
     """Every broken expectation matching `cell`, as a sentence."""
     after = (result.get("after") or {}).get("vmstat") or {}

@@ -1,4 +1,5 @@
-"""matrix.yaml -> a validated, immutable model of the experiment.
+"""matrix.yaml -> a validated, immutable model of the experiment
+(lab/spec/model.py).
 
 The matrix names kernel trees (Debian source packages), config fragments,
 variants (tree + ordered patch series + fragments + boot and runtime
@@ -10,209 +11,28 @@ rules say which counters each matching cell must move (lab/spec/expect.py).
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
-import random
 import re
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from lab.errors import MatrixError
 from lab.spec import expect
-from lab.spec.expect import Expectation
-from lab.spec.questions import (Question, as_duration_s, check_covered,
-                                question)
-from lab.spec.fields import (Fields, as_bool, as_int, as_number, as_list, as_name, as_names,
-                        as_settings, as_size_mib, as_str, expected)
+from lab.spec.fields import (Fields, as_bool, as_int, as_list, as_name,
+                             as_names, as_number, as_settings, as_size_mib,
+                             as_str, expected)
+from lab.spec.model import (RULE_KEYS, Expectation, Guest, Matrix,
+                            Question, Rule, SubMatrix, Tree, Variant,
+                            Workload)
+from lab.spec.questions import as_duration_s, check_covered, question
+from lab.spec.swapdev import backend
 from lab.spec.yamlsrc import Node, load
 
-BACKEND_KINDS = ("rotational", "nvme", "pmem")
 FIRMWARES = ("seabios", "ovmf")
 BASE_CONFIGS = ("tinyconfig", "defconfig")
 TREE_RE = re.compile(r"^linux-source-\d+\.\d+$")
 SYSFS_RE = re.compile(r"^[A-Za-z0-9_.:/-]+$")
 SYSCTL_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
-RULE_KEYS = ("variant", "backend", "workload", "repeat")
 
-
-@dataclass(frozen=True)
-class Tree:
-    package: str            # Debian package, e.g. linux-source-6.1
-    base_config: str        # make target the fragments go on top of
-    arch: str = "x86_64"
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    tree: str
-    series: tuple[str, ...]
-    fragments: tuple[str, ...]
-    cmdline: str
-    sysfs: dict[str, str]
-    sysctl: dict[str, str]
-    description: str
-    # A slow kernel (KASAN, lockdep) multiplies every cell's workload
-    # timeout and boot allowance; what it measures stays the same.
-    timeout_scale: float = 1.0
-    # An A/A twin: another variant's kernel (one build) under this name.
-    same_as: str | None = None
-
-    @property
-    def kernel(self) -> str:
-        """The variant whose build this one boots."""
-        return self.same_as or self.name
-
-    @property
-    def patched(self) -> bool:
-        return bool(self.series)
-
-
-@dataclass(frozen=True)
-class Backend:
-    name: str
-    kind: str
-    params: dict[str, str | int | float | bool]
-
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    program: str
-    args: tuple[str, ...]
-    timeout_s: int
-    sysfs: dict[str, str]
-    sysctl: dict[str, str]
-    trace: bool = False     # time do_swap_page with function_graph
-
-
-@dataclass(frozen=True)
-class Guest:
-    memory_mib: int
-    vcpus: int
-    swap_mib: int
-    firmware: str
-    cmdline: str
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Cells match when every named dimension is one of the given values."""
-    dims: dict[str, tuple[str, ...]]
-
-    def matches(self, cell: "Cell") -> bool:
-        have = {"variant": cell.variant, "backend": cell.backend,
-                "workload": cell.workload, "repeat": str(cell.repeat)}
-        return all(have[k] in v for k, v in self.dims.items())
-
-
-@dataclass(frozen=True)
-class SubMatrix:
-    name: str
-    variants: tuple[str, ...]
-    backends: tuple[str, ...]
-    workloads: tuple[str, ...]
-    repeats: int
-    only: tuple[Rule, ...]
-    exclude: tuple[Rule, ...]
-    # what its tables compare against, when not the matrix's baseline
-    baseline: str | None = None
-    # The questions it answers; with them, `repeats` is the minimum per
-    # arm and more repeats go to undecided questions up to max_repeats,
-    # within budget_s seconds of cells (None: no limit).
-    questions: tuple[str, ...] = ()
-    max_repeats: int = 0
-    budget_s: int | None = None
-    order_seed: int = 0             # draws each block's variant order
-
-
-@dataclass(frozen=True, order=True)
-class Cell:
-    repeat: int
-    variant: str
-    backend: str
-    workload: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.variant}-{self.backend}-{self.workload}-r{self.repeat}"
-
-
-@dataclass(frozen=True)
-class Matrix:
-    file: Path
-    trees: dict[str, Tree]
-    fragments: dict[str, Path]
-    variants: dict[str, Variant]
-    backends: dict[str, Backend]
-    workloads: dict[str, Workload]
-    guest: Guest
-    repeats: int
-    baseline: str
-    matrices: dict[str, SubMatrix]
-    patches_dir: Path = field(repr=False)
-    expect: tuple[Expectation, ...] = ()
-    questions: dict[str, Question] = field(default_factory=dict)
-
-    def series_dir(self, tree: str, series: str) -> Path:
-        return self.patches_dir / tree / series
-
-    def sub(self, name: str) -> SubMatrix:
-        if name not in self.matrices:
-            raise MatrixError(str(self.file), None, "matrices",
-                              f"no sub-matrix named '{name}'; this file "
-                              f"has: {', '.join(self.matrices)}")
-        return self.matrices[name]
-
-    def order(self, name: str, repeat: int, workload: str,
-              backend: str) -> tuple[str, ...]:
-        """The sub-matrix's variants in the order one (repeat, workload,
-        backend) block runs them. The first cell after a change of
-        backend or workload runs slower (measured: up to a third on pmem,
-        where every variant ran the same code), so no variant may own
-        that place: each block starts from a permutation drawn with the
-        sub-matrix's order_seed (recorded in the run), and each repeat
-        rotates it one place, so over len(variants) repeats every variant
-        takes every slot once."""
-        sub = self.sub(name)
-        rng = random.Random(f"{sub.order_seed}:{workload}:{backend}")
-        perm = list(sub.variants)
-        rng.shuffle(perm)
-        shift = (repeat - 1) % len(perm)
-        return tuple(perm[shift:] + perm[:shift])
-
-    def cells(self, name: str,
-              repeats: Iterable[int] | None = None) -> list[Cell]:
-        """The sub-matrix's cells for `repeats` (default 1 to its
-        `repeats`), interleaved: repeat 1 of every variant before repeat
-        2 of any, so host drift hits all variants alike. A sub-matrix
-        with questions runs only the cells its questions compare."""
-        sub = self.sub(name)
-        reps = range(1, sub.repeats + 1) if repeats is None else repeats
-        out = []
-        for rep, wl, be in itertools.product(reps, sub.workloads,
-                                             sub.backends):
-            for var in self.order(name, rep, wl, be):
-                out.append(Cell(rep, var, be, wl))
-        return [cell for cell in out if self._selected(sub, cell) and
-                self._asked(sub, cell)]
-
-    def _asked(self, sub: SubMatrix, cell: Cell) -> bool:
-        return not sub.questions or any(
-            cell.variant in (q.candidate, q.reference) and
-            cell.workload == q.workload and cell.backend in q.backends
-            for q in (self.questions[n] for n in sub.questions))
-
-    @staticmethod
-    def _selected(sub: SubMatrix, cell: Cell) -> bool:
-        if sub.only and not any(r.matches(cell) for r in sub.only):
-            return False
-        return not any(r.matches(cell) for r in sub.exclude)
-
-
-# ---------------------------------------------------------------- parsing
 
 def load_matrix(path: Path) -> Matrix:
     """Read and validate a matrix file; raises MatrixError on bad input."""
@@ -238,7 +58,7 @@ def parse_matrix(text: str, path: Path,
     vnode = top.need("variants")
     variants = _twins(_named(vnode, "variants", lambda n, v: _variant(
         n, v, trees, fragments, pdir)), vnode)
-    backends = _named(top.need("backends"), "backends", _backend)
+    backends = _named(top.need("backends"), "backends", backend)
     workloads = _named(top.need("workloads"), "workloads", _workload)
     guest = _guest(top.need("guest"))
     rep_node = top.get("repeats")
@@ -403,82 +223,6 @@ def _variant(name: str, node: Node, trees: dict[str, Tree],
     return variant
 
 
-BACKEND_PARAMS: dict[str, dict[str, str]] = {
-    # param -> "int" | "number" | "size" | "str" | "bool" | "dilation";
-    # the device-model keys are explained in docs/devices.md.
-    "rotational": {"rotation_rate": "int", "throttle_iops": "int",
-                   "throttle_bps": "size", "model": "str",
-                   "seek_short_ms": "number", "seek_full_ms": "number",
-                   "seek_knee": "number", "rpm": "int",
-                   "transfer_mb_s": "number", "stroke": "size",
-                   "dilation": "dilation"},
-    "nvme": {"mdts": "int", "model": "str", "read_us": "number",
-             "write_us": "number", "bandwidth_mb_s": "number",
-             "parallel": "int", "dilation": "dilation"},
-    "pmem": {"mode": "str", "dax": "bool"},
-}
-# Sticky media faults, injected by the device model (any model).
-FAULT_RATES = ("read_error_rate", "write_error_rate")
-FAULT_PARAMS = dict.fromkeys(FAULT_RATES, "rate") | {"error_seed": "int"}
-for _kind in ("rotational", "nvme"):
-    BACKEND_PARAMS[_kind].update(FAULT_PARAMS)
-PMEM_MODES = ("nvdimm", "memmap")
-# Device models per kind (lab/devmodel); pmem is memory, never modelled.
-MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
-
-
-def _backend(name: str, node: Node) -> Backend:
-    fields = Fields(node, f"backend '{name}'")
-    knode = fields.need("kind")
-    kind = as_str(knode, "a backend kind")
-    if kind not in BACKEND_KINDS:
-        raise expected(knode, f"one of {', '.join(BACKEND_KINDS)}")
-    params: dict[str, str | int | float | bool] = {}
-    for param, typ in BACKEND_PARAMS[kind].items():
-        child = fields.get(param)
-        if child is None:
-            continue
-        if typ == "int":
-            params[param] = as_int(child, 0, what=f"an integer {param}")
-        elif typ == "size":
-            params[param] = as_size_mib(child)
-        elif typ == "bool":
-            params[param] = as_bool(child)
-        elif typ == "number":
-            params[param] = as_number(child)
-        elif typ == "rate":
-            params[param] = as_number(child)
-            if not 0 <= params[param] <= 1:
-                raise expected(child, f"{param}: a share from 0 to 1")
-        elif typ == "dilation":
-            params[param] = _dilation(child)
-        else:
-            params[param] = as_str(child)
-    if kind == "pmem" and params.get("mode", "nvdimm") not in PMEM_MODES:
-        raise expected(node.value["mode"], " or ".join(PMEM_MODES))
-    if "model" in params and params["model"] not in MODELS[kind]:
-        raise expected(node.value["model"],
-                       f"a {kind} model: {' or '.join(MODELS[kind])}")
-    faulty = [p for p in FAULT_RATES if params.get(p)]
-    if faulty and params.get("model", "none") == "none":
-        raise expected(node.value[faulty[0]],
-                       f"{faulty[0]} only with a device model (model: "
-                       f"{' or '.join(MODELS[kind][1:])}): the model "
-                       "injects the faults")
-    fields.done()
-    return Backend(name, kind, params)
-
-
-def _dilation(node: Node) -> str | float:
-    if node.value in ("auto", "off"):
-        return str(node.value)
-    value = node.value
-    if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value) and value > 0:
-        return float(value)
-    raise expected(node, "auto, off or a positive dilation factor")
-
-
 def _workload(name: str, node: Node) -> Workload:
     fields = Fields(node, f"workload '{name}'")
     program = as_name(fields.need("program"), "a workload program name")
@@ -566,15 +310,38 @@ def _submatrix(name: str, node: Node, dims: dict[str, dict],
     mnode = fields.get("max_repeats")
     most = as_int(mnode, repeats, 1000, "a repeat count at least "
                   "'repeats'") if mnode else max(repeats, 10 if asked else 0)
+    lnode = fields.get("look_every")
+    step = as_int(lnode, 1, max(most - repeats, 1), "a repeat count "
+                  "from 1 to max_repeats - repeats") if lnode else 1
     budget = fields.get("budget")
+    rows = _rows(fields.get("rows"), name, variants, asked)
     snode = fields.get("order_seed")
     seed = as_int(snode, 0, 2 ** 32 - 1, "a seed") if snode else \
         zlib.crc32(name.encode())
     sub = SubMatrix(name, variants, backends, workloads, repeats,
                     rules["only"], rules["exclude"], baseline, asked, most,
-                    as_duration_s(budget) if budget else None, seed)
+                    as_duration_s(budget) if budget else None, seed, step,
+                    rows)
     fields.done()
     return sub
+
+
+def _rows(node: Node | None, name: str, variants: tuple[str, ...],
+          asked: tuple[str, ...]) -> tuple[str, ...]:
+    """A sub-matrix's reference rows: its own variants, and only beside
+    questions (without questions every variant runs everywhere)."""
+    if node is None:
+        return ()
+    if not asked:
+        raise node.error(f"sub-matrix '{name}': 'rows' run beside its "
+                         f"questions; expected a 'questions' list too")
+    rows = tuple(as_names(node, "a variant name"))
+    for r in rows:
+        if r not in variants:
+            raise node.error(f"row '{r}' is not a variant of sub-matrix "
+                             f"'{name}'; expected one of: "
+                             f"{', '.join(variants)}")
+    return rows
 
 
 def _rule(node: Node, dims: dict[str, dict]) -> Rule:

@@ -17,6 +17,9 @@ its better direction, and the smallest effect that matters (`delta`).
           source: "001: average swap-in latency, sequential"
           change: -70%
           note: the seed ran 4 processes, the lab 2
+          figures:                     # its other figures: reported
+            swapbench.main.latency.p90_us: 158 -> 8    # beside, not tested
+          explain: [vmstat.swap_ra_hit_ratio]   # each arm's median shown
 
 Validation proves the comparison is clean: the candidate differs from the
 reference only by the named series (same tree, fragments, boot and
@@ -28,14 +31,11 @@ whole run.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from lab.spec.fields import Fields, as_name, as_names, as_str, expected
+from lab.spec.fields import (Fields, as_list, as_name, as_names, as_str,
+                             expected)
+from lab.spec.model import Claim, Figure, Question, Variant
 from lab.spec.yamlsrc import Node
-
-if TYPE_CHECKING:
-    from lab.spec.matrix import Variant
 
 BETTER = ("higher", "lower")
 METRIC_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+$")
@@ -45,35 +45,36 @@ DURATION_RE = re.compile(r"^(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?$")
 SAME = ("tree", "fragments", "cmdline", "sysfs", "sysctl")
 
 
-@dataclass(frozen=True)
-class Question:
-    name: str
-    candidate: str
-    reference: str
-    series: tuple[str, ...]     # () for an A/A pair
-    workload: str
-    backends: tuple[str, ...]
-    metric: str
-    better: str                 # higher | lower
-    delta_pct: float            # the smallest effect that matters
-    where: str                  # file:line, for messages
-    claim: "Claim | None" = None    # a published figure to set beside
-
-    @property
-    def is_aa(self) -> bool:
-        return not self.series
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What a source (a seed, a paper) reported for this comparison: the
-    answers set the lab's result beside it."""
-    source: str                 # which document, which figure
-    change_pct: float           # its %change, candidate against reference
-    note: str = ""              # why the lab's setting differs, if known
-
-
 CHANGE_RE = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*%$")
+PAIR_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*->\s*(\d+(?:\.\d+)?)$")
+
+
+def _metric(node: Node) -> str:
+    name = as_str(node, "a metric name")
+    if not METRIC_RE.match(name):
+        raise expected(node, "a dotted metric name such as "
+                       "swapbench.main.bytes_per_s")
+    return name
+
+
+def _figures(node: Node) -> tuple[Figure, ...]:
+    if not isinstance(node.value, dict):
+        raise expected(node, "a mapping of metric names to 'REFERENCE -> "
+                       "CANDIDATE' values, such as "
+                       "swapbench.main.latency.p90_us: 158 -> 8")
+    out = []
+    for metric, child in node.value.items():
+        if not METRIC_RE.match(str(metric)):
+            raise node.error(f"expected a dotted metric name such as "
+                             f"swapbench.main.latency.p90_us, found "
+                             f"'{metric}'", key=str(metric))
+        m = PAIR_RE.match(str(child.value).strip())
+        if not m:
+            raise expected(child, "the source's two values, reference "
+                           "then candidate, such as 158 -> 8")
+        out.append(Figure(str(metric), float(m.group(1)),
+                          float(m.group(2)), f"{child.file}:{child.line}"))
+    return tuple(out)
 
 
 def _claim(node: Node) -> Claim:
@@ -87,8 +88,13 @@ def _claim(node: Node) -> Claim:
                        "-100, such as -70% or +12.1%")
     nnode = fields.get("note")
     note = as_str(nnode, "a sentence") if nnode else ""
+    fnode = fields.get("figures")
+    figures = _figures(fnode) if fnode else ()
+    enode = fields.get("explain")
+    explain = tuple(as_list(enode, _metric, "metric names")) if enode \
+        else ()
     fields.done()
-    return Claim(source, float(m.group(1)), note)
+    return Claim(source, float(m.group(1)), note, figures, explain)
 
 
 def as_duration_s(node: Node) -> int:
@@ -115,7 +121,7 @@ def _delta(node: Node) -> float:
                    "above 0 and below 100, such as 5%")
 
 
-def differences(candidate: "Variant", reference: "Variant",
+def differences(candidate: Variant, reference: Variant,
                 series: tuple[str, ...]) -> list[str]:
     """What separates the pair besides `series` ([] when nothing)."""
     out = [f"{key} ({getattr(candidate, key)!r} against "
@@ -132,12 +138,12 @@ def differences(candidate: "Variant", reference: "Variant",
     return out
 
 
-def _is_twin(a: "Variant", b: "Variant") -> bool:
+def _is_twin(a: Variant, b: Variant) -> bool:
     return a.same_as == b.name or b.same_as == a.name or (
         a.same_as is not None and a.same_as == b.same_as)
 
 
-def _pair_of(series: tuple[str, ...], variants: dict[str, "Variant"],
+def _pair_of(series: tuple[str, ...], variants: dict[str, Variant],
              node: Node) -> tuple[str, str]:
     """The one (candidate, reference) pair that differs only by series."""
     pairs = [(c.name, r.name) for c in variants.values()
@@ -206,11 +212,7 @@ def question(name: str, node: Node, dims: dict[str, dict]) -> Question:
         if be not in dims["backend"]:
             raise bnode.error(f"unknown backend '{be}'; expected one of: "
                               f"{', '.join(dims['backend'])}")
-    mnode = fields.need("metric")
-    metric = as_str(mnode, "a metric name")
-    if not METRIC_RE.match(metric):
-        raise expected(mnode, "a dotted metric name such as "
-                       "swapbench.main.bytes_per_s")
+    metric = _metric(fields.need("metric"))
     better_node = fields.need("better")
     better = as_str(better_node, "higher or lower")
     if better not in BETTER:

@@ -23,7 +23,7 @@ from lab.cache import cache_root  # noqa: E402
 from lab.guest import cellspec
 from lab.guest import runner  # noqa: E402
 from lab.kernel.build import Build, load_build, read_bzimage_release  # noqa: E402
-from lab.spec.matrix import Backend, Guest  # noqa: E402
+from lab.spec.model import Backend, Guest  # noqa: E402
 
 TARGET_S = 5.0
 DEV_KERNEL = Path("/tmp/k61/linux-source-6.1/.b/arch/x86/boot/bzImage")

@@ -20,7 +20,8 @@ import pytest
 from lab.cache import cache_root, locked
 from lab.kernel.build import Build, Builder
 from lab.progress import Progress
-from lab.spec.matrix import Matrix, load_matrix
+from lab.spec.matrix import load_matrix
+from lab.spec.model import Matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

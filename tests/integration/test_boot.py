@@ -16,7 +16,7 @@ from lab import procs
 from lab.guest import cellspec
 from lab.guest import runner
 from lab.kernel.build import Build, read_bzimage_release
-from lab.spec.matrix import Backend, Guest
+from lab.spec.model import Backend, Guest
 
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,8 @@ from lab.kernel import tree
 from lab.kernel.build import (Build, Builder, BuildFailed, patches_of,
                        read_bzimage_release)
 from lab.progress import Progress
-from lab.spec.matrix import Matrix, load_matrix
+from lab.spec.matrix import load_matrix
+from lab.spec.model import Matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lab.paths import REPO
-from lab.report import figures, slides, upstream
+from lab.report import analysis, figures, pdf, slides, upstream
 from lab.report.reportdir import lead_slides, run_answers
 from lab.results.store import Store, open_results_dir, run_matrix
 
@@ -25,7 +25,7 @@ ANSWERS_RUN = "20261205-211149-quick"
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not any(shutil.which(b)
-                                         for b in slides.BROWSERS),
+                                         for b in pdf.BROWSERS),
                                  reason="chromium not installed")]
 
 # Appended to a copy of the deck: measures every slide's body and leaves
@@ -50,7 +50,7 @@ def deck(request, tmp_path_factory):
         lead = lead_slides(run, run_answers(run))
     else:
         run, lead = Store(DATA).open(request.param), []
-    res = figures.Results.of(run)
+    res = analysis.Results.of(run)
     dest = tmp_path_factory.mktemp("deck")
     figs = figures.write_figures(res, dest / "figures")
     rec = upstream.recommend(res, run_matrix(run))
@@ -61,7 +61,7 @@ def deck(request, tmp_path_factory):
 
 def chromium(*args: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run(slides.chromium_argv(Path(profile)) +
+        return subprocess.run(pdf.chromium_argv(Path(profile)) +
                               list(args), capture_output=True, text=True,
                               timeout=120, check=True)
 

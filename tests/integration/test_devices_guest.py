@@ -1,7 +1,8 @@
 """Device models seen from the guest: boot the lab's base kernel with a
 modelled swap device and run swaplab-probe (lab/devmodel/probe.c)
-against it; check the bands of issue 6. Five short boots in all: three
-dilation calibrations (more if the host disturbs one) and one probe per modelled backend.
+against it; check the bands of issue 6. Five short boots or more: three
+dilation calibrations (up to nine if some boots run slow) and one probe
+per modelled backend.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from lab.calibrate import dilation
 from lab.guest import cellspec
 from lab.guest import devices, runner
 from lab.kernel.build import Build
-from lab.spec.matrix import Backend, Guest
+from lab.spec.model import Backend, Guest
 
 pytestmark = pytest.mark.slow
 
@@ -70,11 +71,12 @@ def test_dilation_factor_stable(calibration):
           f"{calibration['factors']}, spread {calibration['spread']} "
           f"of the 3 lowest, ratios {calibration['ratios']}")
     assert calibration["factor"] > 1
-    # Three boots within 5 % of each other, in at most six tries: a boot
-    # the host disturbed is re-measured, never averaged in.
+    # Three boots within 5 % of each other, in at most nine tries: a
+    # slow boot is re-measured, never averaged in.
     assert calibration["settled"], calibration["factors"]
     assert calibration["spread"] <= 0.05
-    assert len(calibration["factors"]) <= 6
+    assert len(calibration["factors"]) <= 9
+    assert len(calibration["hosts"]) == len(calibration["factors"]) + 1
 
 
 def test_rotational_bands(kernel, cache, tmp_path):

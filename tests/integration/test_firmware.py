@@ -13,7 +13,7 @@ import pytest
 from lab.guest import cellspec
 from lab.guest import qemu, runner
 from lab.kernel.build import Build
-from lab.spec.matrix import Backend, Guest
+from lab.spec.model import Backend, Guest
 
 pytestmark = pytest.mark.slow
 

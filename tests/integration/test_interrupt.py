@@ -12,7 +12,8 @@ Then: lab exits within seconds with 128+signal; no QEMU, nbdkit or pytest
 process of the run is left, nor the nbdkit socket, nor any socket in the
 cache; the first result loads (no partial file anywhere); the second
 cell has no result; and a new session resumes the same run, reusing the
-first cell and running only the second.
+first cell and running only the second (both, if the first was measured
+on a host busy with other work: such a cell is kept but not done).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import pytest
 
 from lab import procs
 from lab.kernel.build import Build
+from lab.results.record import host_busy
 from lab.results.store import Run, Store, StoreWarning
 from tests.integration.conftest import cell_session
 
@@ -190,15 +192,25 @@ def test_interrupted_matrix_run(base_build: Build, lab_root: Path,
         records = run.records()
         done, todo = run.status()
     assert list(records) == [FIRST] and records[FIRST].outcome == "ok"
-    assert (done, todo) == ([FIRST], [SECOND])
+    # A cell measured while other work loaded the host is kept but set
+    # aside, and the resumed run measures it again (CI hosts are shared).
+    busy = host_busy(records[FIRST].result)
+    print(f"{FIRST}: {busy or 'host quiet'}")
+    if busy:
+        assert (done, todo) == ([], [FIRST, SECOND])
+    else:
+        assert (done, todo) == ([FIRST], [SECOND])
     assert not (run.log_dir(SECOND) / "result.json").exists()
     assert not list(run.root.glob(".*"))
 
     # The next session resumes the same run with only the second cell.
     again = cell_session(matrix, lab_root, "-q", "-rs")
     assert again.returncode == 0, again.stdout[-3000:]
-    assert "1 passed, 1 skipped" in again.stdout
-    assert f"result reused from run {run.id}" in again.stdout
+    if busy:
+        assert "2 passed" in again.stdout, again.stdout[-3000:]
+    else:
+        assert "1 passed, 1 skipped" in again.stdout, again.stdout[-3000:]
+        assert f"result reused from run {run.id}" in again.stdout
     with warnings.catch_warnings():
         warnings.simplefilter("error", StoreWarning)
         records = run.records()

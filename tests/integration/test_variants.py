@@ -29,7 +29,7 @@ from lab.guest import cellspec
 from lab.guest import runner
 from lab.kernel.build import Build, Builder
 from lab.progress import Progress
-from lab.spec.matrix import Guest, Matrix
+from lab.spec.model import Guest, Matrix
 
 pytestmark = pytest.mark.slow
 
@@ -61,13 +61,14 @@ def builds(repo_matrix: Matrix) -> dict[str, Build]:
 
 def boot_result(matrix: Matrix, build: Build, backend: str, tmp: Path,
                 sysfs: dict[str, str] | None = None, guest: Guest = GUEST,
-                argv: list[str] = THP_SEQ) -> dict:
+                argv: list[str] = THP_SEQ,
+                sysctl: dict[str, str] | None = None) -> dict:
     """The result of one THP workload boot that ran clean."""
     spec = cellspec.CellSpec(
         cell_id=f"proof-{build.variant}-{backend}", build=build,
         backend=matrix.backends[backend], guest=guest, argv=argv,
         out_dir=tmp / f"{build.variant}-{backend}", timeout_s=600,
-        sysfs={**THP_ON, **(sysfs or {})})
+        sysfs={**THP_ON, **(sysfs or {})}, sysctl=sysctl or {})
     res = runner.run_cell(dilation.prepared(spec, cache_root()),
                           cache_root())
     assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
@@ -135,12 +136,16 @@ def test_rotational_writes_no_whole_thp_and_rfc_still_runs(
     assert vm["swap_ra_vma_rfc_pages"] > 0
 
 
-@pytest.mark.parametrize("bypass", ["1", "0"])
+@pytest.mark.parametrize("bypass", ["1", "0", "default"])
 def test_pmem_sync_bypass_switch(bypass: str, builds: dict[str, Build],
                                  repo_matrix: Matrix,
                                  tmp_path: Path) -> None:
-    vm = boot(repo_matrix, builds["readahead"], "dax-pmem", tmp_path,
-              {"kernel/mm/swap/sync_io_bypass": bypass})
+    """6.1's synchronous-device bypass on pmem only when asked: by
+    default the patched kernels swap in as 2017's did (issue 24, item
+    3), through the swap cache and their readahead."""
+    knob = {} if bypass == "default" else \
+        {"kernel/mm/swap/sync_io_bypass": bypass}
+    vm = boot(repo_matrix, builds["readahead"], "dax-pmem", tmp_path, knob)
     if bypass == "1":
         assert vm["swap_sync_bypass"] > 0
         assert vm["swap_ra_vma_rfc_pages"] == 0
@@ -217,6 +222,29 @@ def test_thp_readahead_maps_read_ahead_thps_whole(
         # swapped out whole and not freed yet, or left by a raced read.
         assert vm["thp_swpin_cached"] <= vm["thp_swpin_ra"] + \
             vm["thp_swpout"] + vm["thp_swpin_fallback_race"], dict(vm)
+
+
+def test_page_cluster_0_turns_every_readahead_off(
+        builds: dict[str, Build], repo_matrix: Matrix,
+        tmp_path: Path) -> None:
+    """vm.page-cluster 0 means no swap-in readahead, in every mode of
+    ra-by-device and for THP readahead (issue 24, item 5: the 2017
+    regression that removed vma_ra_max_order). Before the fix, the same
+    boots read 47 pages ahead at random and 132,575 sequentially
+    (docs/patches.md). The faults still read THPs whole."""
+    result = boot_result(repo_matrix, builds["beyond"], "nvme", tmp_path,
+                         sysctl={"vm.page-cluster": "0"})
+    vm = collections.defaultdict(int, result["delta"]["vmstat"])
+    [knob] = [s for s in result["settings"] if s["kind"] == "sysctl"]
+    assert (knob["name"], knob["ok"], knob["readback"]) == \
+        ("vm.page-cluster", True, "0"), knob
+    assert vm["thp_swpin"] > 0, dict(vm)
+    read_ahead = {k: v for k, v in vm.items()
+                  if (k.startswith("swap_ra_") and k.endswith("_pages"))
+                  or k in ("swap_ra", "thp_swpin_ra", "thp_swpin_ra_pages")}
+    assert not any(read_ahead.values()), read_ahead
+    assert vm["swap_ra_none"] > 0 or vm["pswpin"] == 512 * vm["thp_swpin"], \
+        dict(vm)
 
 
 # THP_SEQ with every fourth 2 MiB range in 4 KiB pages from first touch:

@@ -65,6 +65,30 @@ def test_undecided_questions_get_the_next_repeat(tmp_path: Path) -> None:
     assert plan.decided >= 1
 
 
+def test_a_round_reaches_the_next_look(tmp_path: Path) -> None:
+    """With looks every 3 repeats, an undecided question gets the
+    repeats up to its next look in one round, not one more."""
+    text = (REPO / "matrix.yaml").read_text()
+    sub = text[text.index("\n  quick:\n"):]
+    sub = sub[:sub.index("\n  full:\n")]
+    stepped = sub.replace("    max_repeats:", "    look_every: 3\n"
+                          "    max_repeats:", 1) \
+        if "look_every" not in sub else sub
+    (tmp_path / "m").mkdir()
+    for name in ("kernels", "patches"):
+        (tmp_path / "m" / name).symlink_to(REPO / name)
+    (tmp_path / "m" / "matrix.yaml").write_text(text.replace(sub, stepped))
+    matrix = load_matrix(tmp_path / "m" / "matrix.yaml")
+    assert matrix.sub("quick").look_every == 3
+    root = make_run(tmp_path, [102.0, 103.0, 101.5], [150.0, 190.0, 172.0])
+    plan = adaptive.next_round(matrix, "quick", open_results_dir(root),
+                               None)
+    ids = {c.id for c in plan.cells}
+    assert {f"{v}-nvme-seq-r{r}" for v in ("base", "base-again")
+            for r in (4, 5, 6)} <= ids
+    assert "base-nvme-seq-r7" not in ids
+
+
 def test_budget_cuts_the_round(tmp_path: Path) -> None:
     matrix = load_matrix(REPO / "matrix.yaml")
     root = make_run(tmp_path, [150.0, 190.0, 172.0], [150.0, 190.0, 172.0])
@@ -72,16 +96,19 @@ def test_budget_cuts_the_round(tmp_path: Path) -> None:
     full = adaptive.next_round(matrix, "quick", run, None)
     ids = [c.id for c in full.cells]
     assert len(ids) == len(set(ids))
-    # base is shared by ra-seq and aa-seq: one repeat 4, not two.
-    assert "base-nvme-seq-r4" in ids and "base-nvme-seq-r5" not in ids
+    # base is shared by ra-seq and aa-seq: repeats 4 to 6 (the next
+    # look) once, not twice.
+    assert {"base-nvme-seq-r4", "base-nvme-seq-r6"} <= set(ids)
+    assert "base-nvme-seq-r7" not in ids
     # Questions without cells fill up to the minimum of 3 per arm, each
-    # budgeted at UNKNOWN_CELL_S: the two seq questions fit in 40 s.
+    # budgeted at UNKNOWN_CELL_S: in 80 s only ra-seq's 6 cells fit (the
+    # A/A row comes last).
     assert "thp-swapin-nvme-thp-reread-ro-r3" in ids
-    cut = adaptive.next_round(matrix, "quick", run, 40.0)
+    cut = adaptive.next_round(matrix, "quick", run, 80.0)
     assert sorted(c.id for c in cut.cells) == [
-        "base-again-nvme-seq-r4", "base-nvme-seq-r4",
-        "readahead-nvme-seq-r4"]
-    assert cut.estimate_s == 36.0
+        f"{v}-nvme-seq-r{r}" for v in ("base", "readahead")
+        for r in (4, 5, 6)]
+    assert cut.estimate_s == 72.0
 
 
 def test_cell_seconds_are_medians() -> None:

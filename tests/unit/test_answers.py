@@ -14,7 +14,7 @@ from lab.results import stats
 from lab.results.metrics import gather
 from lab.paths import REPO
 from lab.results.store import Run, open_results_dir
-from lab.spec.questions import Question
+from lab.spec.model import Question
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 
@@ -41,6 +41,43 @@ def test_spending_weights_sum_to_one() -> None:
     assert weights[0] == pytest.approx(math.log(1 + (math.e - 1) * 0.3))
     assert ans.Design(5, 5).weight(5) == 1.0
     assert d.weight(2) == 0.0 and d.weight(12) == d.weight(10)
+
+
+def test_planned_looks_take_the_alpha_of_the_looks_between() -> None:
+    d = ans.Design(3, 12, step=3)
+    assert d.looks == [3, 6, 9, 12]
+    assert [d.next_look(n) for n in (0, 3, 5, 6, 11, 12, 20)] == \
+        [3, 6, 6, 9, 12, 12, 12]
+    weights = [w for _, w in d.slots(12)]
+    assert sum(weights) == pytest.approx(1.0)
+    one_by_one = ans.Design(3, 12)
+    # 4 looks leave the last one 3 times the alpha of 10 looks' last.
+    assert weights[-1] == pytest.approx(one_by_one.weight(12)
+                                        + one_by_one.weight(11)
+                                        + one_by_one.weight(10))
+    assert weights[-1] / one_by_one.weight(12) > 3
+    # Data that stop between looks are tested once in the slot, at the
+    # n reached; a slot the data never enter is not tested.
+    assert d.slots(7) == [(3, d.weight(3)), (6, d.weight(6)),
+                          (7, d.weight(9))]
+    assert d.slots(2) == []
+    assert ans.Design(3, 10).slots(10) == \
+        [(n, ans.Design(3, 10).weight(n)) for n in range(3, 11)]
+    assert ans.Design(3, 11, step=3).looks == [3, 6, 9, 11]
+
+
+def test_fewer_looks_decide_what_every_repeat_cannot() -> None:
+    """Real values: thp1-swpout on NVMe, run 20261206-002439-quick (pages
+    swapped out per second, base then thp-stage1, repeats 1 to 12)."""
+    base = [22342, 22326, 25798, 19150, 27896, 28140, 27444, 16457, 23589,
+            22044, 25886, 20190]
+    stage1 = [22163, 23898, 20174, 24641, 17692, 15111, 17672, 22369,
+              18845, 10096, 22857, 15825]
+    _, p_each, _ = ans.sequential(base, stage1, 10.0, ans.Design(3, 12))
+    _, p_step, _ = ans.sequential(base, stage1, 10.0,
+                                  ans.Design(3, 12, step=3))
+    assert p_step < p_each / 2
+    assert p_each > 0.3
 
 
 def test_look_matches_welch_on_the_log_ratio() -> None:
@@ -135,6 +172,10 @@ def test_sequential_design_keeps_aa_false_positives_at_alpha() -> None:
     assert spent <= ans.ALPHA + 0.021, spent
     # Testing every look at 5 % is what the spending protects against.
     assert naive >= 0.10, naive
+    # Four planned looks keep it at alpha too.
+    stepped = aa_false_positive_rate(1000, 0.15, ans.Design(3, 12, step=3),
+                                     naive=False, seed=2)
+    assert stepped <= ans.ALPHA + 0.021, stepped
 
 
 @pytest.mark.parametrize("report", sorted(

@@ -10,7 +10,8 @@ import pytest
 from lab.errors import LabError
 from lab.guest import accel, backends, qemu
 from lab.spec import matrix as mx
-from lab.spec.matrix import Backend, Guest
+from lab.spec import swapdev
+from lab.spec.model import Backend, Guest
 from lab.spec.yamlsrc import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +25,7 @@ class _Sections:
     def __init__(self, path: Path) -> None:
         root = load(path.read_text(), str(path))
         self.backends = mx._named(root.value["backends"], "backends",
-                                  mx._backend)
+                                  swapdev.backend)
         self.guest = mx._guest(root.value["guest"])
 
 

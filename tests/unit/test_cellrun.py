@@ -9,7 +9,8 @@ import pytest
 from lab.guest import qemu
 from lab.kernel.build import Build
 from lab.session import cellrun
-from lab.spec.matrix import Cell, load_matrix
+from lab.spec.matrix import load_matrix
+from lab.spec.model import Cell
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,4 +50,26 @@ def test_inputs_follow_the_calibration(cache):
     before = inputs(cache)
     cal = next((cache / "calibration").glob("swapbench-*.txt"))
     cal.write_text("loops_per_us 101\n")
+    assert inputs(cache) != before
+
+
+def test_inputs_follow_the_cells_own_programs_only(cache, monkeypatch,
+                                                  tmp_path):
+    """A rebuilt swaprace, or a new program dropped into workloads/build,
+    leaves a swapbench cell's stored result reusable; a rebuilt
+    swapbench does not."""
+    build_dir = tmp_path / "build"
+    build_dir.mkdir()
+    for name in ("swapbench", "swaprace", "swapcycle"):
+        (build_dir / name).write_bytes(name.encode())
+    monkeypatch.setattr(cellrun.cellspec, "WORKLOADS_BUILD", build_dir)
+    matrix = load_matrix(REPO / "matrix.yaml")
+    assert [p.name for p in cellrun.programs(
+        matrix, Cell(1, "base", "nvme", "swapoff-load"))] == \
+        ["swapcycle", "swapbench"]
+    before = inputs(cache)
+    (build_dir / "swaprace").write_bytes(b"rebuilt")
+    (build_dir / "usemem").write_bytes(b"new")
+    assert inputs(cache) == before
+    (build_dir / "swapbench").write_bytes(b"rebuilt")
     assert inputs(cache) != before

@@ -15,7 +15,7 @@ import pytest
 
 from lab.errors import LabError
 from lab.guest import devices
-from lab.spec.matrix import Backend, Guest
+from lab.spec.model import Backend, Guest
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/usr/bin/nbdkit"), reason="nbdkit not installed")

@@ -69,3 +69,17 @@ def test_wrap_argv_execs_the_workload_after_measuring():
     argv = dilation.wrap_argv(["swapbench", "-q"], trials=7)
     assert argv[:5] == ["swaplab-dilate", "--trials", "7", "--kmsg", "--"]
     assert argv[5:] == ["swapbench", "-q"]
+
+
+def test_each_boot_meets_the_faster_host_beside_it():
+    fast = dict(HOST)
+    slow = {k: v * 1.2 for k, v in HOST.items() if k in dilation.FIELDS}
+    near = dilation.adjacent_hosts([slow, fast, slow])
+    assert near == [{k: fast[k] for k in dilation.FIELDS}] * 2
+    # A boot between two slow host measurements is set against the slow
+    # host: a slowdown that hits host and guest alike cancels out.
+    g = GUESTS[0]
+    f = [dilation.factor(h, g) for h in dilation.adjacent_hosts(
+        [fast, slow, slow])]
+    assert f[0] == pytest.approx(dilation.factor(HOST, g))
+    assert f[1] == pytest.approx(f[0] / 1.2)

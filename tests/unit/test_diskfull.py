@@ -26,7 +26,8 @@ from lab.errors import LabError
 from lab.guest import guestlog
 from lab.results.store import Run, Store, StoreWarning
 from lab.session.plugin import PROPERTY, StoreWriter
-from lab.spec.matrix import Cell, Matrix, load_matrix
+from lab.spec.matrix import load_matrix
+from lab.spec.model import Cell, Matrix
 from tests.unit.test_store import MATRIX, ok_result, provenance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +71,8 @@ sys.path.insert(0, {root!r})
 from pathlib import Path
 from lab.cache import DiskFull
 from lab.results.store import Run
-from lab.spec.matrix import Cell, Matrix, load_matrix
+from lab.spec.matrix import load_matrix
+from lab.spec.model import Cell, Matrix
 root = Path({run!r})
 run = Run(root, json.loads((root / "manifest.json").read_text()))
 doc = json.loads(Path({doc!r}).read_text())

@@ -3,6 +3,7 @@ guest results (tests/data/results/quick-real, captured from a quick run)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,23 @@ def records():
 
 
 def test_real_cells_meet_the_repository_matrix(matrix, records):
+    """The fixture's pmem cell (base, seq) comes from a kernel whose
+    sync_io_bypass still defaulted to on (before issue 24, item 3): the
+    rules for today's base name exactly the bypass it took and the
+    readahead it skipped, and it meets the rules of base-bypass, the
+    control with the bypass on."""
     checked = 0
     for rec in records.values():
-        assert expect.check(matrix.expect, rec.cell, rec.result) == []
+        problems = expect.check(matrix.expect, rec.cell, rec.result)
+        if rec.cell.backend == "dax-pmem":
+            assert [p.split(" during")[0] for p in problems] == [
+                "expected vmstat swap_sync_bypass == 0",
+                "expected vmstat swap_ra_cluster > 0"], problems
+            control = dataclasses.replace(rec.cell,
+                                          variant=f"{rec.cell.variant}-bypass")
+            assert expect.check(matrix.expect, control, rec.result) == []
+        else:
+            assert problems == []
         checked += sum(e.where.matches(rec.cell) for e in matrix.expect)
     # Every captured cell is covered by at least one rule.
     assert all(any(e.where.matches(r.cell) for e in matrix.expect)

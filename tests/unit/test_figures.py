@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from lab.report import figures
+from lab.report import analysis, figures
 from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 @pytest.fixture(scope="module")
-def res() -> figures.Results:
-    return figures.Results.of(Store(DATA).open("fixture-run"))
+def res() -> analysis.Results:
+    return analysis.Results.of(Store(DATA).open("fixture-run"))
 
 
 @pytest.fixture(scope="module")
@@ -45,24 +45,10 @@ def test_titles_state_the_computed_finding(res, drawn):
     assert f"by {abs(fill.change.pct):.0f} %" in drawn["swapout"].title
 
 
-def test_no_significant_difference_is_said_so(res):
-    rows = [r for r in res.rows if r.change and r.change.pct is not None
-            and not r.change.significant]
-    judged = [r for r in rows if r.change.verdict != "n<3"]
-    assert figures.headline(judged, "base") == \
-        "No variant differs significantly from base"
-    few = len(rows) - len(judged)
-    assert few and figures.headline(rows, "base") == (
-        f"No variant differs significantly from base ({few} of {len(rows)}"
-        " comparisons not judged: fewer than 3 repeats)")
-    ns = res.row("seq", "nvme", "swapbench.main.bytes_per_s", "thp-stage2")
-    assert "no significant difference" in figures.finding(ns, "base")
-
-
 @pytest.fixture(scope="module")
-def real() -> figures.Results:
+def real() -> analysis.Results:
     """A real quick run: one repeat per cell."""
-    return figures.Results.of(Store(DATA).open("quick-real"))
+    return analysis.Results.of(Store(DATA).open("quick-real"))
 
 
 def test_one_repeat_judges_nothing(real, tmp_path):
@@ -119,17 +105,7 @@ def test_heatmap_scale_per_workload(drawn):
     assert figures.colour_scale([0.1]) == (1.0, False)
 
 
-def test_provenance_names_run_matrix_repeats_kernels(res):
-    line = res.provenance()
-    assert "run fixture-run" in line and "sha256 efefefefefef" in line
-    assert "3 repeats planned, n=2-3 measured" in line
-    assert "6.1.158-readahead-2b3c4d5e6f70" in line
-    assert "1 failed cells left out" in line
-
-
-def test_facts_the_guests_reported(res):
-    assert res.kind("seq") == "seq" and res.kind("thp-swpout") == "fill"
-    assert res.devices()["rotational"]["rotational"] == "1"
+def test_the_swapout_figure_takes_the_fill_workload(res):
     assert figures.swapout_workload(res) == "thp-swpout"
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from lab.errors import MatrixError
 from lab.guest import cellspec
-from lab.spec.expect import Condition
-from lab.spec.matrix import Cell, describe, load_matrix
+from lab.spec.matrix import describe, load_matrix
+from lab.spec.model import Cell, Condition
 
 GOOD = """\
 version: 1
@@ -299,9 +299,12 @@ def test_repository_debug_matrix_stays_out_of_research_runs() -> None:
     assert debug.fragments == everything.fragments + ("debug",)
     assert m.matrices["debug"].variants == ("everything-debug",)
     assert {c.workload for c in m.cells("debug")} == {"seq", "thp-swpout"}
+    # `race` is reliability too (issue 24): every page checked, no timing
     for name, sub in m.matrices.items():
-        if name != "debug":
+        if name not in ("debug", "race"):
             assert "everything-debug" not in sub.variants, name
+    assert {c.workload for c in m.cells("race")
+            if c.variant == "everything-debug"} == {"race-thp-debug"}
 
 
 def test_variant_timeout_scale(tmp_path: Path) -> None:

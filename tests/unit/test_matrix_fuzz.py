@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lab.errors import MatrixError
-from lab.spec.matrix import Matrix, describe, load_matrix, parse_matrix
+from lab.spec.matrix import describe, load_matrix, parse_matrix
+from lab.spec.model import Matrix
 from tests.unit.test_matrix import GOOD, make_tree
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 from lab.guest import frame
 from lab.results.metrics import HIGHER, LOWER, NEUTRAL, cell_metrics, gather
 from lab.results.store import CellRecord
-from lab.spec.matrix import Cell
+from lab.spec.model import Cell
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RUN = DATA / "results" / "fixture-run"
@@ -127,15 +127,18 @@ def test_other_workloads_and_failures():
     assert cell_metrics(result("readahead-rotational-seq-r3")) == {}
 
 
+def record_of(path: Path, doc: dict) -> CellRecord:
+    c = doc["cell"]
+    return CellRecord(path, Cell(c["repeat"], c["variant"], c["backend"],
+                                 c["workload"]),
+                      doc["inputs_hash"], doc["provenance"], doc["result"])
+
+
 def test_gather_groups_by_key_and_lists_failures():
     records = []
     for path in sorted(RUN.glob("*-seq-r*.json")):
         doc = json.loads(path.read_text())
-        c = doc["cell"]
-        records.append(CellRecord(path, Cell(c["repeat"], c["variant"],
-                                             c["backend"], c["workload"]),
-                                  doc["inputs_hash"], doc["provenance"],
-                                  doc["result"]))
+        records.append(record_of(path, doc))
     s = gather(records)
     assert s.failed == {"readahead-rotational-seq-r3": "hang"}
     key = ("seq", "rotational", "swapbench.main.bytes_per_s", "readahead")
@@ -147,6 +150,27 @@ def test_gather_groups_by_key_and_lists_failures():
                      "base")][0] == \
         first["result"]["workload"]["result"]["groups"][0]["bytes_per_s"]
     assert s.info["swapbench.main.bytes_per_s"].better == HIGHER
+
+
+def test_cells_measured_on_a_busy_host_are_set_aside():
+    """A cell whose host_load says other work took 35 % of the host's
+    CPU is listed with the failed ones, not measured; 2 % is measured;
+    a result from before the load was recorded is measured."""
+    records = []
+    for rep, share in ((1, 0.35), (2, 0.02), (3, None)):
+        path = RUN / f"base-nvme-seq-r{rep}.json"
+        doc = json.loads(path.read_text())
+        if share is not None:
+            doc["result"].setdefault("timing", {})["host_load"] = {
+                "window_s": 30.0, "cpus": 2, "busy_cpu_s": 60.0,
+                "own_cpu_s": 60.0 - 60.0 * share,
+                "foreign_cpu_s": 60.0 * share, "foreign_share": share}
+        records.append(record_of(path, doc))
+    s = gather(records)
+    assert s.failed == {"base-nvme-seq-r1": "host-busy: other work took "
+                        "35% of the host's CPU (over 10%)"}
+    assert len(s.values[("seq", "nvme", "swapbench.main.bytes_per_s",
+                         "base")]) == 2
 
 
 def test_later_pass_time_leaves_out_the_first_pass():

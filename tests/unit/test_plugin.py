@@ -1,13 +1,18 @@
 """The run's progress lines: cells done, budget left and when the round
-ends, paced by the cells really measured (reused ones take no time)."""
+ends, paced by the cells really measured (reused ones take no time);
+which run a session resumes."""
 from __future__ import annotations
 
+import hashlib
 from types import SimpleNamespace
 
 import pytest
 
+from lab.paths import REPO
+from lab.results import store
 from lab.session import plugin
 from lab.session.plugin import StoreWriter
+from lab.spec.matrix import parse_matrix
 
 
 class Clock:
@@ -37,3 +42,81 @@ def test_progress_counts_reused_cells_but_paces_by_measured_ones(
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == ("swaplab: 3/5 cells of this round, budget left "
                        "26.0 min, round ends in about 4 min")
+
+
+def _repo_text() -> str:
+    return (REPO / "matrix.yaml").read_text()
+
+
+def _matrix(where, text: str):
+    """The repository's matrix.yaml as edited, in a checkout of its own
+    (config fragments resolve beside the file)."""
+    if not where.is_dir():
+        where.mkdir(parents=True)
+        (where / "kernels").symlink_to(REPO / "kernels")
+    path = where / "matrix.yaml"
+    path.write_text(text)
+    return parse_matrix(text, path, REPO / "patches")
+
+
+def _store_with_run(tmp_path, text: str) -> tuple[store.Store, str]:
+    matrix = _matrix(tmp_path / "a", text)
+    st = store.Store(tmp_path / "cache")
+    run = st.create(matrix, "seeds", matrix.cells("seeds"))
+    return st, run.id
+
+
+def _reopen(tmp_path, st: store.Store, text: str,
+            where: str = "a") -> store.Run:
+    matrix = _matrix(tmp_path / where, text)
+    return plugin._open_run(st, matrix, "seeds", matrix.cells("seeds"),
+                            fresh=False)
+
+
+@pytest.mark.parametrize("old,new", [
+    # another sub-matrix, a comment, a claim's wording, the piece budget
+    ("  smoke:\n    variants: [base]\n    backends: [nvme]\n",
+     "  smoke:\n    variants: [base]\n    backends: [dax-pmem]\n"),
+    ("# Named sub-matrices.", "# Named sub-matrices (edited)."),
+    ("change: -60.9%", "change: -61%"),
+    ("    budget: 100m\n    questions: [seed-", "    budget: 80m\n"
+     "    questions: [seed-"),
+])
+def test_a_study_resumes_across_edits_that_leave_it_alone(
+        tmp_path, old: str, new: str) -> None:
+    text = _repo_text()
+    assert text.count(old) == 1, old
+    st, run_id = _store_with_run(tmp_path, text)
+    edited = text.replace(old, new)
+    run = _reopen(tmp_path, st, edited)
+    assert run.id == run_id
+    # The resumed run keeps the file as it is now.
+    assert (run.root / "matrix.yaml").read_text() == edited
+    assert store.open_results_dir(run.root).manifest["matrix"]["sha256"] \
+        == hashlib.sha256(edited.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("old,new", [
+    # a workload of the study, a question's delta, the study's repeats
+    ("--mode, combined, --procs, 2", "--mode, combined, --procs, 3"),
+    ("    metric: swapbench.fg.latency.avg_us\n    better: lower\n"
+     "    delta: 10%", "    metric: swapbench.fg.latency.avg_us\n"
+     "    better: lower\n    delta: 5%"),
+    ("    repeats: 3\n    max_repeats: 12\n",
+     "    repeats: 4\n    max_repeats: 12\n"),
+])
+def test_a_changed_study_starts_a_new_run(tmp_path, old: str,
+                                          new: str) -> None:
+    text = _repo_text()
+    assert text.count(old) == 1, old
+    st, run_id = _store_with_run(tmp_path, text)
+    run = _reopen(tmp_path, st, text.replace(old, new))
+    assert run.id != run_id
+    assert (st.open(run_id).root / "matrix.yaml").read_text() == text
+
+
+def test_the_same_study_in_another_file_is_another_run(tmp_path) -> None:
+    text = _repo_text()
+    st, run_id = _store_with_run(tmp_path, text)
+    assert _reopen(tmp_path, st, text).id == run_id
+    assert _reopen(tmp_path, st, text, where="elsewhere").id != run_id

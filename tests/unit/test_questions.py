@@ -75,6 +75,37 @@ def test_series_question_finds_the_one_clean_pair(tmp_path: Path) -> None:
     sub = m.sub("quick")
     assert sub.questions == ("ra", "aa")
     assert (sub.repeats, sub.max_repeats, sub.budget_s) == (3, 10, 2700)
+    assert sub.look_every == 1
+
+
+def test_look_every_spaces_the_looks(tmp_path: Path) -> None:
+    m = load(tmp_path, text_with(sub=ASKED + "    look_every: 3\n"))
+    assert m.sub("quick").look_every == 3
+
+
+def test_rows_run_beside_the_questions_cells(tmp_path: Path) -> None:
+    m = load(tmp_path, text_with(sub=ASKED + "    rows: [readahead]\n"))
+    assert m.sub("quick").rows == ("readahead",)
+    cells = {(c.variant, c.backend) for c in m.cells("quick")}
+    # The row takes the questions' backends (ra: nvme and rotational),
+    # and every cell's workload is a question's.
+    assert {("readahead", "nvme"), ("readahead", "rotational")} <= cells
+    plain = {(c.variant, c.backend) for c in
+             load(tmp_path / "plain", text_with()).cells("quick")}
+    assert cells - plain == {("readahead", "nvme"),
+                             ("readahead", "rotational")}
+
+
+@pytest.mark.parametrize("sub,needle", [
+    (ASKED + "    rows: [nope]\n", "row 'nope' is not a variant of "
+     "sub-matrix 'quick'"),
+    (SUB + "    rows: [readahead]\n", "expected a 'questions' list too"),
+])
+def test_bad_rows(tmp_path: Path, sub: str, needle: str) -> None:
+    with pytest.raises(MatrixError) as info:
+        load(tmp_path, text_with(sub=sub))
+    assert needle in str(info.value)
+    assert "matrix.yaml:" in str(info.value)
 
 
 def test_twin_is_its_targets_kernel(tmp_path: Path) -> None:
@@ -138,6 +169,9 @@ def test_bad_question_fields(tmp_path: Path, old: str, new: str,
     ("budget: 45m", "budget: soon", "a duration such as 45m"),
     ("questions: [ra, aa]\n",
      "questions: [ra, aa]\n    max_repeats: 2\n", "at least 3"),
+    ("questions: [ra, aa]\n",
+     "questions: [ra, aa]\n    look_every: 8\n",
+     "from 1 to max_repeats - repeats"),
 ])
 def test_bad_sub_matrix_question_keys(tmp_path: Path, old: str, new: str,
                                       needle: str) -> None:
@@ -170,18 +204,29 @@ CLAIM = """\
       source: "001: average swap-in latency, sequential"
       change: -70%
       note: the seed ran 4 processes
+      figures:
+        swapbench.main.latency.p90_us: 158 -> 8
+        swapbench.main.latency.p50_us: 0 -> 1.5
   aa:
 """
 
 
 def test_claim_is_read(tmp_path: Path) -> None:
-    m = load(tmp_path, text_with(QUESTIONS.replace("    delta: 5%\n  aa:\n",
-                                                   CLAIM, 1)))
+    text = text_with(QUESTIONS.replace("    delta: 5%\n  aa:\n", CLAIM, 1))
+    m = load(tmp_path, text)
     c = m.questions["ra"].claim
     assert c is not None and m.questions["aa"].claim is None
     assert (c.source, c.change_pct, c.note) == (
         "001: average swap-in latency, sequential", -70.0,
         "the seed ran 4 processes")
+    p90, p50 = c.figures
+    assert (p90.metric, p90.reference, p90.candidate) == (
+        "swapbench.main.latency.p90_us", 158.0, 8.0)
+    assert p90.change_pct == pytest.approx(-94.937, abs=1e-3)
+    # A reference of 0 (the seed's "0us" minimum) has no relative change.
+    assert p50.change_pct is None
+    assert p90.where == (f"{tmp_path / 'matrix.yaml'}:"
+                         f"{line_of(text, '158 -> 8')}")
 
 
 @pytest.mark.parametrize("old,new,needle", [
@@ -191,6 +236,11 @@ def test_claim_is_read(tmp_path: Path) -> None:
      "when"),
     ("      source: \"001: average swap-in latency, sequential\"\n", "",
      "source"),
+    ("158 -> 8", "158 to 8", "reference then candidate, such as 158 -> 8"),
+    ("158 -> 8", "-158 -> 8", "reference then candidate"),
+    ("swapbench.main.latency.p90_us:", "p90:", "a dotted metric name"),
+    ("      figures:\n", "      figures: [1, 2]\n      unused:\n",
+     "a mapping of metric names"),
 ])
 def test_bad_claim(tmp_path: Path, old: str, new: str, needle: str) -> None:
     text = text_with(QUESTIONS.replace("    delta: 5%\n  aa:\n",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.report import reliability, reportdir
-from lab.report.figures import Results
+from lab.report.analysis import Results
 from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"

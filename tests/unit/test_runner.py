@@ -15,7 +15,7 @@ from lab.errors import LabError
 from lab.guest import (accel, backends, cellspec, frame, guestlog, runner,
                        verdict)
 from lab.kernel.build import Build
-from lab.spec.matrix import Backend, Guest
+from lab.spec.model import Backend, Guest
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REAL = DATA / "guest-nvme.frame"

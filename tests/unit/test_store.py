@@ -15,7 +15,8 @@ import pytest
 
 from lab.errors import LabError
 from lab.results import store as store_mod
-from lab.spec.matrix import Cell, load_matrix
+from lab.spec.matrix import load_matrix
+from lab.spec.model import Cell
 from lab.results.store import (PROVENANCE, Store, StoreWarning, check_provenance,
                        host_cpu_model, inputs_hash)
 
@@ -153,7 +154,7 @@ import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from lab.results.store import Run
-from lab.spec.matrix import Cell
+from lab.spec.model import Cell
 import json
 root = Path({run!r})
 run = Run(root, json.loads((root / "manifest.json").read_text()))
@@ -192,6 +193,17 @@ def test_lab_error_is_not_finished(run, matrix):
     assert not run.is_done(cell, "h")
     run.save(cell, "h", provenance(), ok_result(cell, reason="panic"))
     assert run.is_done(cell, "h")          # a failure is still a result
+
+
+def test_a_cell_measured_on_a_busy_host_is_measured_again(run, matrix):
+    cell = matrix.cells("quick")[0]
+    busy = ok_result(cell)
+    busy["timing"] = {"host_load": {"foreign_share": 0.21}}
+    run.save(cell, "h", provenance(), busy)
+    assert not run.is_done(cell, "h")
+    busy["timing"]["host_load"]["foreign_share"] = 0.03
+    run.save(cell, "h", provenance(), busy)
+    assert run.is_done(cell, "h")
 
 
 @pytest.mark.parametrize("content,why", [

@@ -11,7 +11,7 @@ from typing import Mapping
 import pytest
 
 from lab.paths import REPO
-from lab.report import figures, upstream
+from lab.report import analysis, upstream
 from lab.report.tables import Source
 from lab.results.metrics import HIGHER, MetricInfo, Samples
 from lab.results.stats import analyze
@@ -24,7 +24,7 @@ METRIC = "swapbench.main.bytes_per_s"
 
 
 def constructed(factors: Mapping[str, float | Mapping[str, float]],
-                n: int = 5, cv: float = 0.02) -> figures.Results:
+                n: int = 5, cv: float = 0.02) -> analysis.Results:
     """A seq-only run of base + `factors`' variants on nvme and
     rotational: each variant's throughput is base's times its factor (a
     factor per backend when it is a mapping)."""
@@ -40,7 +40,7 @@ def constructed(factors: Mapping[str, float | Mapping[str, float]],
     info = {METRIC: MetricInfo("B/s", HIGHER, True)}
     source = Source("constructed", "matrix.yaml", "0" * 64, "test", "base",
                     n, variants, ("nvme", "rotational"), ("seq",))
-    return figures.Results(source, analyze(values, info, "base"),
+    return analysis.Results(source, analyze(values, info, "base"),
                            Samples(values, info, {}), {}, {})
 
 
@@ -159,7 +159,7 @@ def test_code_lines_skip_message_and_signature() -> None:
 @pytest.fixture(scope="module")
 def fixture_rec():
     run = Store(DATA).open("fixture-run")
-    return upstream.recommend(figures.Results.of(run),
+    return upstream.recommend(analysis.Results.of(run),
                               run_matrix(run))
 
 

@@ -1,0 +1,325 @@
+"""The immutable model of the experiment that matrix.yaml declares.
+
+Every stage reads these objects: the kernel trees and variants, the
+backends, workloads and guest shape, the sub-matrices and their cells,
+the counter expectations and the questions. lab/spec/matrix.py,
+expect.py and questions.py parse and validate the file into them; this
+module imports nothing of theirs, so the parsers and every later stage
+point back to it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import operator
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from lab.errors import MatrixError
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt, ">=": operator.ge, "<": operator.lt,
+    "<=": operator.le, "==": operator.eq}
+
+
+@dataclass(frozen=True)
+class Condition:
+    op: str
+    value: int
+    of: str = ""                    # value is a percentage of this counter
+
+    def bound(self, delta: Mapping[str, int]) -> float:
+        return self.value * delta.get(self.of, 0) / 100 if self.of \
+            else self.value
+
+    def holds(self, got: int, delta: Mapping[str, int]) -> bool:
+        return OPS[self.op](got, self.bound(delta))
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.value}% of {self.of}" if self.of \
+            else f"{self.op} {self.value}"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    where: Rule
+    vmstat: dict[str, Condition]
+    origin: str = ""                # file:line where it is declared
+
+
+@dataclass(frozen=True)
+class Question:
+    name: str
+    candidate: str
+    reference: str
+    series: tuple[str, ...]     # () for an A/A pair
+    workload: str
+    backends: tuple[str, ...]
+    metric: str
+    better: str                 # higher | lower
+    delta_pct: float            # the smallest effect that matters
+    where: str                  # file:line, for messages
+    claim: "Claim | None" = None    # a published figure to set beside
+
+    @property
+    def is_aa(self) -> bool:
+        return not self.series
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One more figure the source gives for the same pair (a percentile
+    beside the average): the reference's and the candidate's values."""
+    metric: str
+    reference: float
+    candidate: float
+    where: str                  # file:line
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.reference == 0:
+            return None
+        return (self.candidate / self.reference - 1) * 100
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a source (a seed, a paper) reported for this comparison: the
+    answers set the lab's result beside it."""
+    source: str                 # which document, which figure
+    change_pct: float           # its %change, candidate against reference
+    note: str = ""              # why the lab's setting differs, if known
+    figures: tuple[Figure, ...] = ()    # reported beside, never tested
+    # metrics that show why the lab may differ (a readahead hit ratio,
+    # the length of the steady swap-out): each arm's median is shown
+    explain: tuple[str, ...] = ()
+
+
+
+RULE_KEYS = ("variant", "backend", "workload", "repeat")
+# What does not change what a cell measures or how a question is
+# decided: prose, file:line positions (they move whenever another part
+# of the file is edited), and the time budget of one piece of a run.
+PROSE = frozenset(("description", "where", "claim", "name", "budget_s"))
+
+
+@dataclass(frozen=True)
+class Tree:
+    package: str            # Debian package, e.g. linux-source-6.1
+    base_config: str        # make target the fragments go on top of
+    arch: str = "x86_64"
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    tree: str
+    series: tuple[str, ...]
+    fragments: tuple[str, ...]
+    cmdline: str
+    sysfs: dict[str, str]
+    sysctl: dict[str, str]
+    description: str
+    # A slow kernel (KASAN, lockdep) multiplies every cell's workload
+    # timeout and boot allowance; what it measures stays the same.
+    timeout_scale: float = 1.0
+    # An A/A twin: another variant's kernel (one build) under this name.
+    same_as: str | None = None
+
+    @property
+    def kernel(self) -> str:
+        """The variant whose build this one boots."""
+        return self.same_as or self.name
+
+    @property
+    def patched(self) -> bool:
+        return bool(self.series)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    kind: str
+    params: dict[str, str | int | float | bool]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    program: str
+    args: tuple[str, ...]
+    timeout_s: int
+    sysfs: dict[str, str]
+    sysctl: dict[str, str]
+    trace: bool = False     # time do_swap_page with function_graph
+
+
+@dataclass(frozen=True)
+class Guest:
+    memory_mib: int
+    vcpus: int
+    swap_mib: int
+    firmware: str
+    cmdline: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Cells match when every named dimension is one of the given values."""
+    dims: dict[str, tuple[str, ...]]
+
+    def matches(self, cell: "Cell") -> bool:
+        have = {"variant": cell.variant, "backend": cell.backend,
+                "workload": cell.workload, "repeat": str(cell.repeat)}
+        return all(have[k] in v for k, v in self.dims.items())
+
+
+@dataclass(frozen=True)
+class SubMatrix:
+    name: str
+    variants: tuple[str, ...]
+    backends: tuple[str, ...]
+    workloads: tuple[str, ...]
+    repeats: int
+    only: tuple[Rule, ...]
+    exclude: tuple[Rule, ...]
+    # what its tables compare against, when not the matrix's baseline
+    baseline: str | None = None
+    # The questions it answers; with them, `repeats` is the minimum per
+    # arm and more repeats go to undecided questions up to max_repeats,
+    # within budget_s seconds of cells (None: no limit).
+    questions: tuple[str, ...] = ()
+    max_repeats: int = 0
+    budget_s: int | None = None
+    order_seed: int = 0             # draws each block's variant order
+    # Questions are tested at `repeats`, every look_every repeats after
+    # it and at max_repeats (lab.results.answers.Design): fewer looks
+    # leave more alpha to each.
+    look_every: int = 1
+    # Reference rows: variants run beside the questions' cells (on their
+    # workloads and backends, at `repeats`), reported but never tested,
+    # e.g. stock kernels set beside the 2017 series.
+    rows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    repeat: int
+    variant: str
+    backend: str
+    workload: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.variant}-{self.backend}-{self.workload}-r{self.repeat}"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    file: Path
+    trees: dict[str, Tree]
+    fragments: dict[str, Path]
+    variants: dict[str, Variant]
+    backends: dict[str, Backend]
+    workloads: dict[str, Workload]
+    guest: Guest
+    repeats: int
+    baseline: str
+    matrices: dict[str, SubMatrix]
+    patches_dir: Path = field(repr=False)
+    expect: tuple[Expectation, ...] = ()
+    questions: dict[str, Question] = field(default_factory=dict)
+
+    def series_dir(self, tree: str, series: str) -> Path:
+        return self.patches_dir / tree / series
+
+    def sub(self, name: str) -> SubMatrix:
+        if name not in self.matrices:
+            raise MatrixError(str(self.file), None, "matrices",
+                              f"no sub-matrix named '{name}'; this file "
+                              f"has: {', '.join(self.matrices)}")
+        return self.matrices[name]
+
+    def study_digest(self, name: str) -> str:
+        """A digest of what a run of sub-matrix `name` measures and
+        decides: the sub-matrix, and the guest, variants, backends,
+        workloads and questions it uses, without prose. A run resumes
+        only under the same digest; edits elsewhere in the file (another
+        sub-matrix, a comment, a claim's wording) leave it alone, and
+        each cell's own inputs hash still guards its stored result."""
+        sub = self.sub(name)
+        doc = {"sub": _plain(sub), "guest": _plain(self.guest),
+               "variants": {v: _plain(self.variants[v])
+                            for v in sub.variants},
+               "backends": {b: _plain(self.backends[b])
+                            for b in sub.backends},
+               "workloads": {w: _plain(self.workloads[w])
+                             for w in sub.workloads},
+               "questions": {q: _plain(self.questions[q])
+                             for q in sub.questions}}
+        blob = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def order(self, name: str, repeat: int, workload: str,
+              backend: str) -> tuple[str, ...]:
+        """The sub-matrix's variants in the order one (repeat, workload,
+        backend) block runs them. The first cell after a change of
+        backend or workload runs slower (measured: up to a third on pmem,
+        where every variant ran the same code), so no variant may own
+        that place: each block starts from a permutation drawn with the
+        sub-matrix's order_seed (recorded in the run), and each repeat
+        rotates it one place, so over len(variants) repeats every variant
+        takes every slot once."""
+        sub = self.sub(name)
+        rng = random.Random(f"{sub.order_seed}:{workload}:{backend}")
+        perm = list(sub.variants)
+        rng.shuffle(perm)
+        shift = (repeat - 1) % len(perm)
+        return tuple(perm[shift:] + perm[:shift])
+
+    def cells(self, name: str,
+              repeats: Iterable[int] | None = None) -> list[Cell]:
+        """The sub-matrix's cells for `repeats` (default 1 to its
+        `repeats`), interleaved: repeat 1 of every variant before repeat
+        2 of any, so host drift hits all variants alike. A sub-matrix
+        with questions runs only the cells its questions compare, and
+        its reference rows on those questions' workloads and backends."""
+        sub = self.sub(name)
+        reps = range(1, sub.repeats + 1) if repeats is None else repeats
+        out = []
+        for rep, wl, be in itertools.product(reps, sub.workloads,
+                                             sub.backends):
+            for var in self.order(name, rep, wl, be):
+                out.append(Cell(rep, var, be, wl))
+        return [cell for cell in out if self._selected(sub, cell) and
+                self._asked(sub, cell)]
+
+    def _asked(self, sub: SubMatrix, cell: Cell) -> bool:
+        return not sub.questions or any(
+            cell.variant in (q.candidate, q.reference, *sub.rows) and
+            cell.workload == q.workload and cell.backend in q.backends
+            for q in (self.questions[n] for n in sub.questions))
+
+    @staticmethod
+    def _selected(sub: SubMatrix, cell: Cell) -> bool:
+        if sub.only and not any(r.matches(cell) for r in sub.only):
+            return False
+        return not any(r.matches(cell) for r in sub.exclude)
+
+
+def _plain(obj: Any) -> Any:
+    """A model object as JSON-able data, PROSE left out."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name))
+                for f in dataclasses.fields(obj) if f.name not in PROSE}
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+

@@ -1,0 +1,87 @@
+"""matrix.yaml's `backends`: the swap device kinds, their device models
+(lab/devmodel, docs/devices.md), injected media faults and time
+dilation, validated with file:line in every error."""
+from __future__ import annotations
+
+import math
+
+from lab.spec.fields import (Fields, as_bool, as_int, as_number, as_size_mib,
+                             as_str, expected)
+from lab.spec.model import Backend
+from lab.spec.yamlsrc import Node
+
+BACKEND_KINDS = ("rotational", "nvme", "pmem")
+BACKEND_PARAMS: dict[str, dict[str, str]] = {
+    # param -> "int" | "number" | "size" | "str" | "bool" | "dilation";
+    # the device-model keys are explained in docs/devices.md.
+    "rotational": {"rotation_rate": "int", "throttle_iops": "int",
+                   "throttle_bps": "size", "model": "str",
+                   "seek_short_ms": "number", "seek_full_ms": "number",
+                   "seek_knee": "number", "rpm": "int",
+                   "transfer_mb_s": "number", "stroke": "size",
+                   "dilation": "dilation"},
+    "nvme": {"mdts": "int", "model": "str", "read_us": "number",
+             "write_us": "number", "bandwidth_mb_s": "number",
+             "parallel": "int", "dilation": "dilation"},
+    "pmem": {"mode": "str", "dax": "bool"},
+}
+# Sticky media faults, injected by the device model (any model).
+FAULT_RATES = ("read_error_rate", "write_error_rate")
+FAULT_PARAMS = dict.fromkeys(FAULT_RATES, "rate") | {"error_seed": "int"}
+for _kind in ("rotational", "nvme"):
+    BACKEND_PARAMS[_kind].update(FAULT_PARAMS)
+PMEM_MODES = ("nvdimm", "memmap")
+# Device models per kind (lab/devmodel); pmem is memory, never modelled.
+MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
+
+
+def backend(name: str, node: Node) -> Backend:
+    fields = Fields(node, f"backend '{name}'")
+    knode = fields.need("kind")
+    kind = as_str(knode, "a backend kind")
+    if kind not in BACKEND_KINDS:
+        raise expected(knode, f"one of {', '.join(BACKEND_KINDS)}")
+    params: dict[str, str | int | float | bool] = {}
+    for param, typ in BACKEND_PARAMS[kind].items():
+        child = fields.get(param)
+        if child is None:
+            continue
+        if typ == "int":
+            params[param] = as_int(child, 0, what=f"an integer {param}")
+        elif typ == "size":
+            params[param] = as_size_mib(child)
+        elif typ == "bool":
+            params[param] = as_bool(child)
+        elif typ == "number":
+            params[param] = as_number(child)
+        elif typ == "rate":
+            params[param] = as_number(child)
+            if not 0 <= params[param] <= 1:
+                raise expected(child, f"{param}: a share from 0 to 1")
+        elif typ == "dilation":
+            params[param] = dilation(child)
+        else:
+            params[param] = as_str(child)
+    if kind == "pmem" and params.get("mode", "nvdimm") not in PMEM_MODES:
+        raise expected(node.value["mode"], " or ".join(PMEM_MODES))
+    if "model" in params and params["model"] not in MODELS[kind]:
+        raise expected(node.value["model"],
+                       f"a {kind} model: {' or '.join(MODELS[kind])}")
+    faulty = [p for p in FAULT_RATES if params.get(p)]
+    if faulty and params.get("model", "none") == "none":
+        raise expected(node.value[faulty[0]],
+                       f"{faulty[0]} only with a device model (model: "
+                       f"{' or '.join(MODELS[kind][1:])}): the model "
+                       "injects the faults")
+    fields.done()
+    return Backend(name, kind, params)
+
+
+def dilation(node: Node) -> str | float:
+    if node.value in ("auto", "off"):
+        return str(node.value)
+    value = node.value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value) and value > 0:
+        return float(value)
+    raise expected(node, "auto, off or a positive dilation factor")
