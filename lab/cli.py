@@ -111,6 +111,10 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--raw", action="store_true", help="also copy the "
                      "run's cell results (no logs) into raw/, so that the "
                      "report regenerates from the checkout (reference runs)")
+    rep.add_argument("--replicate-with", metavar="RUNS", help="other runs "
+                     "of the same questions (run ids or directories of raw "
+                     "cell results, comma-separated): each answer is "
+                     "marked replicated or not, with replication.md")
     for cmd in (rep, sld):
         cmd.add_argument("--out", type=Path, help="directory (default: "
                          "reports/<run-id>)")
@@ -344,11 +348,21 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _other_runs(args: argparse.Namespace, refs: str) -> list[Run]:
+    """Runs named by id (in the cache) or by a directory of raw results."""
+    out = []
+    for ref in (r.strip() for r in refs.split(",") if r.strip()):
+        out.append(open_results_dir(Path(ref)) if Path(ref).is_dir() else
+                   Store(cache_root(args.cache)).open(ref))
+    return out
+
+
 def _report(args: argparse.Namespace) -> int:
     from lab.report import reportdir
     run = _opened(args)
+    others = _other_runs(args, args.replicate_with or "")
     paths = reportdir.build_report(run, args.out, args.all,
-                                   pdf=not args.no_pdf)
+                                   pdf=not args.no_pdf, others=others)
     if getattr(args, "raw", False):
         paths += reportdir.write_raw(run, paths[0].parent / "raw")
     print(f"report of run {run.id}: {paths[0]}")
@@ -369,8 +383,7 @@ def _answers(args: argparse.Namespace) -> int:
         print(verdicts.markdown(answered[0]), end="")
         return 0
     reps = replicate(answered)
-    marks = {(r.question.name, r.backend): "yes" if r.replicated
-             else f"no ({r.why})" for r in reps}
+    marks = verdicts.replication_marks(reps)
     for ra in answered:
         print(verdicts.markdown(ra, marks))
     print(verdicts.replication_markdown(reps), end="")

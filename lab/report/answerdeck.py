@@ -18,9 +18,9 @@ import statistics
 from typing import Iterable, Mapping, Sequence
 
 from lab.report.slides import Slide
-from lab.report.verdicts import (change_text, direction, magnitude,
-                                 order_effects, order_text, p_text, pct,
-                                 testbed, verdict_text)
+from lab.report.verdicts import (change_text, claimed_text, direction,
+                                 magnitude, order_effects, order_text,
+                                 p_text, pct, testbed, verdict_text)
 from lab.results import answers as ans
 from lab.results.metrics import Metric, cell_metrics, gather
 from lab.results.pieces import pieces
@@ -206,7 +206,7 @@ def question_slide(name: str, rows: Sequence[ans.Answer], values: Values,
         for a in rows)
     claim = "" if q.claim is None else (
         f"<h3>Against the claim</h3><p class='note'>{e(q.claim.source)}: "
-        f"{e(pct(q.claim.change_pct))}. Same direction: "
+        f"{e(claimed_text(q.claim))}. Same direction: "
         + ", ".join(f"{e(a.backend)} {e(direction(a))} (magnitude "
                     f"{e(magnitude(a))})" for a in rows)
         + (f". {e(q.claim.note)}" if q.claim.note else "") + "</p>")

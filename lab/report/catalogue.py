@@ -14,7 +14,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from lab.cache import atomic_write
 from lab.paths import REPO
@@ -53,12 +53,15 @@ def inputs_digest(run: Run) -> str:
     return h.hexdigest()
 
 
-def write_record(run: Run, out: Path) -> Path:
-    doc = {"schema": "swaplab-report/1", "run": run.id,
+def write_record(run: Run, out: Path,
+                 replicated_with: Sequence[str] = ()) -> Path:
+    doc: dict[str, object] = {"schema": "swaplab-report/1", "run": run.id,
            "started": run.manifest.get("started"),
            "submatrix": (run.manifest.get("matrix") or {}).get("submatrix"),
            "generator_commit": generator_commit(),
            "inputs_sha256": inputs_digest(run)}
+    if replicated_with:
+        doc["replicated_with"] = list(replicated_with)
     atomic_write(out / RECORD, json.dumps(doc, indent=1) + "\n")
     return out / RECORD
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Mapping, Sequence
 
 from lab.cache import atomic_write
 from lab.paths import REPO
@@ -23,8 +24,11 @@ from lab.report.figures import Figure, write_figures
 from lab.report.slides import Slide, write_deck
 from lab.report.tables import write_report
 from lab.report.upstream import html_page, markdown, recommend
-from lab.results.replication import RunAnswers
+from lab.results.replication import RunAnswers, replicate
 from lab.results.store import Run, run_matrix
+
+# (question, backend) -> "yes" or "no (why)": replicated in other runs
+Marks = Mapping[tuple[str, str], str]
 
 REPORTS = REPO / "reports"
 
@@ -42,8 +46,31 @@ def run_answers(run: Run) -> RunAnswers | None:
     return RunAnswers.of(run, matrix)
 
 
-def lead_slides(run: Run, ra: RunAnswers | None) -> list[Slide]:
-    return [] if ra is None else answer_slides(ra, run_matrix(run))
+def run_ref(run: Run) -> str:
+    """How a report's record names another run: its raw results' path in
+    the repository when committed there (so the report regenerates from
+    the checkout), else its id."""
+    try:
+        return run.root.resolve().relative_to(REPO.resolve()).as_posix()
+    except ValueError:
+        return run.id
+
+
+def lead_slides(run: Run, ra: RunAnswers | None,
+                marks: Marks | None = None) -> list[Slide]:
+    return [] if ra is None else answer_slides(ra, run_matrix(run), marks)
+
+
+def write_replication(ra: RunAnswers | None, others: Sequence[Run],
+                      out: Path) -> tuple[Marks, list[Path]]:
+    """replication.md against other runs of the same questions (committed
+    raw results, so that the report regenerates), and each (question,
+    backend)'s "replicated" mark; none without other runs."""
+    if ra is None or not others:
+        return {}, []
+    reps = replicate([ra, *(RunAnswers.of(o) for o in others)])
+    atomic_write(out / "replication.md", verdicts.replication_markdown(reps))
+    return verdicts.replication_marks(reps), [out / "replication.md"]
 
 
 def slides_run(run: Run, dest: Path | None = None,
@@ -105,37 +132,42 @@ def write_reliability(res: Results, out: Path,
     return [path, fig.png, fig.svg]
 
 
-def write_answers(run: Run, out: Path,
-                  ra: RunAnswers | None = None) -> str:
+def write_answers(run: Run, out: Path, ra: RunAnswers | None = None,
+                  marks: Marks | None = None) -> str:
     """answers.md when the run's sub-matrix declares questions ("" when
     it does not)."""
     ra = ra or run_answers(run)
     if ra is None:
         return ""
-    text = verdicts.markdown(ra)
+    text = verdicts.markdown(ra, dict(marks or {}))
     atomic_write(out / "answers.md", text)
     return text
 
 
-def claims_first(ra: RunAnswers | None) -> tuple[str, str]:
+def claims_first(ra: RunAnswers | None,
+                 marks: Marks | None = None) -> tuple[str, str]:
     """The index page's claims section and its answers without it: a run
     that cites published figures leads with them."""
     if ra is None:
         return "", ""
-    claims = verdicts.claims_section(ra.primary, {}, ra.values, ra.rows)
-    text = verdicts.markdown(ra, claims=not claims)
+    marks = dict(marks or {})
+    claims = verdicts.claims_section(ra.primary, marks, ra.values, ra.rows)
+    text = verdicts.markdown(ra, marks, claims=not claims)
     return "\n".join(claims).lstrip("\n") + "\n" if claims else "", text
 
 
 def build_report(run: Run, dest: Path | None = None,
-                 all_metrics: bool = False, pdf: bool = True) -> list[Path]:
+                 all_metrics: bool = False, pdf: bool = True,
+                 others: Sequence[Run] = ()) -> list[Path]:
     """Write the run's report directory; the paths, index.html first.
-    A run of questions starts with its answers (answers.md)."""
+    A run of questions starts with its answers (answers.md), marked
+    replicated or not against `others` (other runs of its questions)."""
     out = dest or default_dest(run)
     res = Results.of(run)
     ra = run_answers(run)
-    answers = write_answers(run, out, ra)
-    files = [out / "answers.md"] if answers else []
+    marks, files = write_replication(ra, others, out)
+    answers = write_answers(run, out, ra, marks)
+    files = ([out / "answers.md"] if answers else []) + files
     files += write_report(res.rows, res.source, out / "tables",
                          res.samples.failed, all_metrics)
     figs = write_figures(res, out / "figures")
@@ -146,11 +178,12 @@ def build_report(run: Run, dest: Path | None = None,
                        ("upstream.html", html_page(rec, line))):
         atomic_write(out / name, text)
         files.append(out / name)
-    files += write_deck(res, rec, figs, out, pdf, lead_slides(run, ra))
+    files += write_deck(res, rec, figs, out, pdf,
+                        lead_slides(run, ra, marks))
     files += write_reliability(res, out, figs)
-    files.append(write_record(run, out))
+    files.append(write_record(run, out, [run_ref(o) for o in others]))
     index = out / "index.html"
-    claims, answers = claims_first(ra)
+    claims, answers = claims_first(ra, marks)
     atomic_write(index, index_html(res, figs, files, out, answers, claims))
     if out.resolve().parent == REPORTS.resolve():
         write_catalogue(REPORTS)

@@ -14,7 +14,7 @@ from lab.results.order import OrderEffect, order_effect
 from lab.results.pieces import pieces, pieces_text
 from lab.results.replication import Replication, RunAnswers
 from lab.results.store import CellRecord
-from lab.spec.model import Figure
+from lab.spec.model import Claim, Figure
 
 METHOD = (
     "Each (question, backend) is one primary test: Welch's t on the log "
@@ -158,7 +158,7 @@ def direction(a: ans.Answer) -> str:
     way, "no" when decided the other way (or equivalent to no change
     against a claim beyond delta), else "not shown"."""
     claim = a.question.claim
-    if claim is None or a.last is None:
+    if claim is None or a.last is None or claim.change_pct is None:
         return "-"
     if a.verdict in ("better", "worse"):
         return "yes" if (a.last.pct > 0) == (claim.change_pct > 0) else "no"
@@ -168,10 +168,15 @@ def direction(a: ans.Answer) -> str:
     return "not shown"
 
 
+def claimed_text(claim: Claim) -> str:
+    return "open question" if claim.change_pct is None else \
+        pct(claim.change_pct)
+
+
 def magnitude(a: ans.Answer) -> str:
     """The lab's %change as a share of the claim's."""
     claim = a.question.claim
-    if claim is None or a.last is None or claim.change_pct == 0:
+    if claim is None or a.last is None or not claim.change_pct:
         return "-"
     return f"{a.last.pct / claim.change_pct:.2f}"
 
@@ -288,7 +293,7 @@ def claims_section(rows: Sequence[ans.Answer],
         why = "; ".join(t for t in (c.note, measured_text(a, values or {}))
                         if t)
         out.append("| " + " | ".join((
-            a.question.name, a.backend, c.source, pct(c.change_pct),
+            a.question.name, a.backend, c.source, claimed_text(c),
             change_text(a), f"{a.n_ref}/{a.n_cand}", direction(a),
             magnitude(a), replicated.get((a.question.name, a.backend),
                                          "not yet (one run)"),
@@ -326,6 +331,13 @@ def order_section(ra: RunAnswers) -> list[str]:
     out += [f"| {e.workload} | {e.backend} | {e.metric} | {order_text(e)} "
             f"| {e.first}/{e.rest} | {p_text(e.p)} |" for e in rows]
     return out
+
+
+def replication_marks(reps: Sequence[Replication]
+                      ) -> dict[tuple[str, str], str]:
+    """The "replicated" cell of each (question, backend)."""
+    return {(r.question.name, r.backend): "yes" if r.replicated
+            else f"no ({r.why})" for r in reps}
 
 
 def replication_markdown(reps: Sequence[Replication]) -> str:

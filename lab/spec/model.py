@@ -91,7 +91,9 @@ class Claim:
     """What a source (a seed, a paper) reported for this comparison: the
     answers set the lab's result beside it."""
     source: str                 # which document, which figure
-    change_pct: float           # its %change, candidate against reference
+    # its %change, candidate against reference; None for a question the
+    # source asked and left open (no figure to set beside)
+    change_pct: float | None
     note: str = ""              # why the lab's setting differs, if known
     figures: tuple[Figure, ...] = ()    # reported beside, never tested
     # metrics that show why the lab may differ (a readahead hit ratio,

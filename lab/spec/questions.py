@@ -15,7 +15,7 @@ its better direction, and the smallest effect that matters (`delta`).
         delta: 5%
         claim:                         # optional: a published figure
           source: "001: average swap-in latency, sequential"
-          change: -70%
+          change: -70%                 # or: open (asked, no figure)
           note: the seed ran 4 processes, the lab 2
           figures:                     # its other figures: reported
             swapbench.main.latency.p90_us: 158 -> 8    # beside, not tested
@@ -46,6 +46,10 @@ SAME = ("tree", "fragments", "cmdline", "sysfs", "sysctl")
 
 
 CHANGE_RE = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*%$")
+# A claim's change for a question asked without a figure (the article's
+# "does readahead help on rotational disks?").
+OPEN = "open"
+
 PAIR_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*->\s*(\d+(?:\.\d+)?)$")
 
 
@@ -81,11 +85,12 @@ def _claim(node: Node) -> Claim:
     fields = Fields(node, "claim")
     source = as_str(fields.need("source"), "the claim's source and figure")
     cnode = fields.need("change")
-    m = CHANGE_RE.match(str(cnode.value).strip()) \
-        if isinstance(cnode.value, str) else None
-    if not m or float(m.group(1)) <= -100:
+    text = str(cnode.value).strip() if isinstance(cnode.value, str) else ""
+    m = CHANGE_RE.match(text)
+    if text != OPEN and (not m or float(m.group(1)) <= -100):
         raise expected(cnode, "the claimed change as a percentage above "
-                       "-100, such as -70% or +12.1%")
+                       f"-100, such as -70% or +12.1%, or '{OPEN}' for a "
+                       "question the source left open")
     nnode = fields.get("note")
     note = as_str(nnode, "a sentence") if nnode else ""
     fnode = fields.get("figures")
@@ -94,7 +99,8 @@ def _claim(node: Node) -> Claim:
     explain = tuple(as_list(enode, _metric, "metric names")) if enode \
         else ()
     fields.done()
-    return Claim(source, float(m.group(1)), note, figures, explain)
+    return Claim(source, float(m.group(1)) if m else None, note, figures,
+                 explain)
 
 
 def as_duration_s(node: Node) -> int:

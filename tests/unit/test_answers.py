@@ -2,6 +2,7 @@
 false-positive rate of the sequential design by simulation."""
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -185,8 +186,14 @@ def test_committed_answers_regenerate_byte_for_byte(report: str,
                                                     tmp_path: Path) -> None:
     """A reference report's answers come from its committed raw results
     and today's generator: regenerated, they read the same."""
-    from lab.report.reportdir import write_answers
+    from lab.report.reportdir import (run_answers, write_answers,
+                                      write_replication)
     root = REPO / "reports" / report
-    write_answers(open_results_dir(root / "raw"), tmp_path)
+    run = open_results_dir(root / "raw")
+    record = json.loads((root / "report.json").read_text())
+    others = [open_results_dir(REPO / ref)
+              for ref in record.get("replicated_with", [])]
+    marks, _ = write_replication(run_answers(run), others, tmp_path)
+    write_answers(run, tmp_path, marks=marks)
     assert (tmp_path / "answers.md").read_text() == \
         (root / "answers.md").read_text()

@@ -229,9 +229,18 @@ def test_claim_is_read(tmp_path: Path) -> None:
                          f"{line_of(text, '158 -> 8')}")
 
 
+def test_a_question_the_source_left_open(tmp_path: Path) -> None:
+    text = text_with(QUESTIONS.replace(
+        "    delta: 5%\n  aa:\n",
+        CLAIM.replace("change: -70%", "change: open"), 1))
+    c = load(tmp_path, text).questions["ra"].claim
+    assert c is not None and c.change_pct is None
+
+
 @pytest.mark.parametrize("old,new,needle", [
     ("change: -70%", "change: -120%", "a percentage above -100"),
     ("change: -70%", "change: fast", "a percentage above -100"),
+    ("change: -70%", "change: opened", "or 'open' for a question"),
     ("      note: the seed ran 4 processes\n", "      when: 2017\n",
      "when"),
     ("      source: \"001: average swap-in latency, sequential\"\n", "",

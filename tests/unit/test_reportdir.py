@@ -8,6 +8,7 @@ from lab.report import reportdir
 from lab.results.store import open_results_dir
 
 QUICK = REPO / "reports" / "20261206-023500-quick"
+EARLIER = REPO / "reports" / "20261206-002439-quick"
 
 
 def test_a_run_that_cites_claims_leads_with_them(tmp_path) -> None:
@@ -29,3 +30,29 @@ def test_a_run_that_cites_claims_leads_with_them(tmp_path) -> None:
 
 def test_a_run_without_claims_has_no_claims_section() -> None:
     assert reportdir.claims_first(None) == ("", "")
+
+
+def test_answers_are_marked_replicated_against_another_run(tmp_path
+                                                           ) -> None:
+    # Two quiet quick runs of the same questions, 2 h 10 min apart.
+    ra = reportdir.run_answers(open_results_dir(QUICK / "raw"))
+    earlier = open_results_dir(EARLIER / "raw")
+    marks, files = reportdir.write_replication(ra, [earlier], tmp_path)
+    assert files == [tmp_path / "replication.md"]
+    table = files[0].read_text()
+    assert f"| run {ra.run_id} | run {earlier.id} |" in table
+    assert set(marks) == {(a.question.name, a.backend)
+                          for a in ra.answers}
+    assert "yes" in marks.values()
+    assert all(m == "yes" or m.startswith("no (") for m in marks.values())
+    # The claims table and the answers carry each answer's mark.
+    claims, answers = reportdir.claims_first(ra, marks)
+    row = next(line for line in claims.splitlines()
+               if line.startswith("| ra-seq | nvme |"))
+    assert f"| {marks[('ra-seq', 'nvme')]} |" in row
+    for a in ra.primary:
+        line = next(x for x in answers.splitlines() if x.startswith(
+            f"| {a.question.name} | {a.backend} |"))
+        assert line.endswith(f"| {marks[(a.question.name, a.backend)]} |")
+    # Without other runs there is nothing to mark and no file.
+    assert reportdir.write_replication(ra, [], tmp_path / "x") == ({}, [])

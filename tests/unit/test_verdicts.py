@@ -136,3 +136,15 @@ def test_cells_on_a_busy_host_are_counted_and_left_out(tmp_path) -> None:
     [old] = [a for a in before.answers if a.question.name == "ra-seq"]
     [new] = [a for a in ra.answers if a.question.name == "ra-seq"]
     assert (new.n_ref, new.n_cand) == (old.n_ref - 1, old.n_cand - 1)
+
+
+def test_an_open_question_stands_in_the_claims_table(ra_seq) -> None:
+    a = with_claim(ra_seq, -70.0, "better")
+    a = dataclasses.replace(a, question=dataclasses.replace(
+        a.question, claim=dataclasses.replace(a.question.claim,
+                                              change_pct=None)))
+    [row] = [line for line in verdicts.claims_section([a], {})
+             if line.startswith("| ra-seq |")]
+    assert ("| 001: average latency, sequential | open question | "
+            "-18.6 % [-31.5, -3.3] | 3/3 | - | - |") in row
+    assert (verdicts.direction(a), verdicts.magnitude(a)) == ("-", "-")
