@@ -398,7 +398,8 @@ def _slides(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn(message, *_args, **_kwargs) -> None:
+def _warn(message: Warning | str, *_args: object, **_kwargs: object
+          ) -> None:
     print(f"lab: warning: {message}", file=sys.stderr)
 
 

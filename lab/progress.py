@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import TextIO
 
 
 # Off a terminal, a long step still says how far it is this often.
@@ -15,7 +16,7 @@ LOG_EVERY_S = 30.0
 
 
 class Progress:
-    def __init__(self, name: str, stream=sys.stderr) -> None:
+    def __init__(self, name: str, stream: TextIO = sys.stderr) -> None:
         self.name = name
         self.stream = stream
         self.tty = stream.isatty()

@@ -36,6 +36,8 @@ from typing import Any
 from lab.errors import LabError
 from lab.guest import cellspec
 from lab.guest import devices, runner
+from lab.guest.accel import Accel
+from lab.kernel.build import Build
 from lab.spec.model import Backend, Guest
 
 KEY = "load_ns_per_word"
@@ -130,7 +132,8 @@ def adjacent_hosts(hosts: list[dict[str, Any]]) -> list[dict[str, float]]:
             for a, b in zip(hosts, hosts[1:])]
 
 
-def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
+def calibrate(build: Build, cache: Path, acc: Accel | None = None,
+              guest: Guest | None = None, boots: int = 1,
               trials: int = 101, tolerance: float = 0.05,
               max_boots: int | None = None) -> dict[str, Any]:
     """Boot `build` running swaplab-dilate until `boots` boots agree
@@ -193,7 +196,8 @@ def calibrate(build, cache: Path, acc=None, guest=None, boots: int = 1,
             "measured_at": time.time()}
 
 
-def cached_factor(build, cache: Path, acc=None, guest=None,
+def cached_factor(build: Build, cache: Path, acc: Accel | None = None,
+                  guest: Guest | None = None,
                   max_age_s: float = MAX_AGE_S,
                   boots: int = 3) -> dict[str, Any]:
     """calibrate(), remembered per accelerator/vCPUs for max_age_s. The

@@ -90,7 +90,8 @@ def cell_spec(matrix: Matrix, cell: Cell, build: Build,
                 "workload": cell.workload, "repeat": cell.repeat})
 
 
-def config_items(spec: CellSpec, setup: backends.Setup) -> list[tuple]:
+def config_items(spec: CellSpec, setup: backends.Setup
+                 ) -> list[tuple[str, str]]:
     items: list[tuple[str, str]] = [("cell", spec.cell_id),
                                     ("device", setup.device),
                                     ("swap_kib", str(spec.guest.swap_mib

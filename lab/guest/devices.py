@@ -54,16 +54,17 @@ MIB = 1 << 20
 
 # model -> (filter key -> (matrix key, type, default)); the defaults
 # live in the filter too, they are repeated here for describe()
-DISK_KEYS = {"seek_short_ms": float, "seek_full_ms": float,
-             "seek_knee": float, "rpm": float, "transfer_mb_s": float}
-SSD_KEYS = {"read_us": float, "write_us": float, "bandwidth_mb_s": float,
-            "parallel": int}
-DEFAULTS = {"disk": {"seek_short_ms": 0.8, "seek_full_ms": 8.0,
-                     "seek_knee": 0.3, "rpm": 7200.0,
-                     "transfer_mb_s": 150.0},
-            "ssd": {"read_us": 80.0, "write_us": 20.0,
-                    "bandwidth_mb_s": 2000.0, "parallel": 8}}
-FAULT_KEYS = dict.fromkeys(FAULT_RATES, float) | {"error_seed": int}
+Keys = dict[str, type[float] | type[int]]
+DISK_KEYS: Keys = {"seek_short_ms": float, "seek_full_ms": float,
+                   "seek_knee": float, "rpm": float, "transfer_mb_s": float}
+SSD_KEYS: Keys = {"read_us": float, "write_us": float,
+                  "bandwidth_mb_s": float, "parallel": int}
+DEFAULTS: dict[str, dict[str, float | int]] = {
+    "disk": {"seek_short_ms": 0.8, "seek_full_ms": 8.0, "seek_knee": 0.3,
+             "rpm": 7200.0, "transfer_mb_s": 150.0},
+    "ssd": {"read_us": 80.0, "write_us": 20.0, "bandwidth_mb_s": 2000.0,
+            "parallel": 8}}
+FAULT_KEYS: Keys = dict.fromkeys(FAULT_RATES, float) | {"error_seed": int}
 # what the filter logs for each fault it injects (nbdkit_error)
 INJECTED_RE = re.compile(rb"devmodel: injected EIO into (pread|pwrite)")
 
@@ -205,18 +206,19 @@ class ModelSource:
         with open(self.path, "wb") as f:
             f.truncate(self.size_mib * MIB)
         self.sockdir = Path(tempfile.mkdtemp(prefix="swaplab-nbd-"))
-        err = open(self.log, "wb") if self.log else subprocess.DEVNULL
+        err = open(self.log, "wb") if self.log else None
         try:
-            self.proc = subprocess.Popen(self.command(),
-                                         stdin=subprocess.DEVNULL,
-                                         stdout=err, stderr=err)
+            self.proc = proc = subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL,
+                stdout=err or subprocess.DEVNULL,
+                stderr=err or subprocess.DEVNULL)
         finally:
-            if self.log:
+            if err:
                 err.close()
         deadline = time.monotonic() + 10
         while not self.pidfile.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                rc = self.proc.poll()
+            if proc.poll() is not None or time.monotonic() > deadline:
+                rc = proc.poll()
                 self.close()
                 raise LabError(f"nbdkit did not start (exit {rc}); "
                                f"command: {' '.join(self.command())}")

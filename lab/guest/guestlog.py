@@ -8,6 +8,7 @@ import re
 import threading
 import time
 from pathlib import Path
+from io import BufferedIOBase
 from typing import IO, Any
 
 
@@ -51,7 +52,7 @@ class Console(threading.Thread):
     """Reads QEMU's stdout (the guest console): log file, optional echo,
     host timestamps of the agent's markers."""
 
-    def __init__(self, stream: IO[bytes], log: Path,
+    def __init__(self, stream: BufferedIOBase, log: Path,
                  echo: IO[str] | None, t0: float) -> None:
         super().__init__(daemon=True)
         self.stream = stream

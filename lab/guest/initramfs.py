@@ -16,6 +16,7 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from lab.cache import atomic_write
 from lab.errors import LabError
@@ -72,7 +73,7 @@ class Cpio:
                 mode: int = 0o600) -> None:
         self._add(name, stat.S_IFCHR | mode, rdev=(major, minor))
 
-    def bytes(self) -> bytes:
+    def archive(self) -> bytes:
         trailer = Cpio()
         trailer._ino = -1
         trailer._add("TRAILER!!!", 0, nlink=1)
@@ -80,7 +81,7 @@ class Cpio:
         return out + b"\0" * (-len(out) % 512)
 
     def gzip(self) -> bytes:
-        return gzip.compress(self.bytes(), compresslevel=6, mtime=0)
+        return gzip.compress(self.archive(), compresslevel=6, mtime=0)
 
 
 def _pad(n: int) -> bytes:
@@ -143,7 +144,7 @@ def base_archive(agent: Path, workloads: list[Path],
 
 
 def base_image(cache: Path, workloads_dir: Path | None,
-               extra_programs: list[Path] = (),
+               extra_programs: Sequence[Path] = (),
                busybox: Path = BUSYBOX) -> Path:
     """The cached base initramfs (.cpio.gz), built when its inputs change."""
     if not busybox.is_file():

@@ -10,6 +10,7 @@ and returns the guest command's exit status.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import subprocess
@@ -109,6 +110,8 @@ def run_cell(spec: CellSpec, cache: Path | None = None,
                                     stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=errf,
                                     start_new_session=True)
+            # stdout=PIPE, buffered: Console reads what has come (read1)
+            assert isinstance(proc.stdout, io.BufferedReader)
             reader = Console(proc.stdout, console_log, echo, t0)
             reader.start()
             timed_out = False

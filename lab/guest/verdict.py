@@ -147,7 +147,7 @@ def classify(spec: CellSpec, setup: backends.Setup | None,
         except ValueError as exc:
             return "workload-error", f"workload stdout is not JSON: {exc}", \
                 payload
-        want = SCHEMAS.get(workload_program(spec.argv))
+        want = SCHEMAS.get(workload_program(spec.argv) or "")
         schema = doc.get("schema") if isinstance(doc, dict) else None
         if not isinstance(doc, dict) or (want and schema != want):
             return "workload-error", (f"workload stdout is not a "

@@ -22,6 +22,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TextIO
 
 from lab import procs
 from lab.cache import atomic_write
@@ -234,14 +235,15 @@ class Builder:
                     KBUILD_BUILD_HOST="swaplab",
                     KBUILD_BUILD_TIMESTAMP="2017-03-22")
 
-    def _run(self, work: Path, objdir: Path, out, *targets: str) -> int:
+    def _run(self, work: Path, objdir: Path, out: TextIO,
+             *targets: str) -> int:
         proc = subprocess.run(self._make_cmd(objdir, *targets), cwd=work,
                               env=self._env(), stdout=out,
                               stderr=subprocess.STDOUT)
         return proc.returncode
 
     def _configure(self, variant: Variant, work: Path, objdir: Path,
-                   out) -> bytes:
+                   out: TextIO) -> bytes:
         objdir.mkdir(exist_ok=True)
         base = self.matrix.trees[variant.tree].base_config
         if self._run(work, objdir, out, base) != 0:
@@ -263,7 +265,8 @@ class Builder:
                               + "\n".join(f"  {d}" for d in dropped))
         return final
 
-    def _make(self, work: Path, objdir: Path, out, progress: Progress,
+    def _make(self, work: Path, objdir: Path, out: TextIO,
+              progress: Progress,
               log: Path, name: str, *args: str) -> None:
         proc = subprocess.Popen(self._make_cmd(objdir, *args), cwd=work,
                                 env=self._env(), stdout=subprocess.PIPE,

@@ -6,11 +6,11 @@ neither matplotlib nor a display.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from lab.report.tables import Source
 from lab.results.metrics import LOWER, Samples, gather
-from lab.results.stats import Row, analyze
+from lab.results.stats import Change, Row, analyze
 from lab.results.store import CellRecord, Run
 
 # swapbench's group names: the measured group of each mode (combined mode's
@@ -128,7 +128,18 @@ class Results:
 
 # ------------------------------------------------------------ findings
 
-def gain(row: Row) -> tuple[float, float, float] | None:
+class Compared(Protocol):
+    """A metric's change against a baseline: a table row, or a series'
+    effect in the upstream-first ranking."""
+    @property
+    def metric(self) -> str: ...
+    @property
+    def better(self) -> str: ...
+    @property
+    def change(self) -> Change | None: ...
+
+
+def gain(row: Compared) -> tuple[float, float, float] | None:
     """The change of a row as an improvement (positive = better): value
     and CI; None without a judged change. Lower-is-better metrics flip."""
     c = row.change
@@ -143,7 +154,7 @@ def pct_text(value: float) -> str:
     return f"{value:+.1f} %"
 
 
-def what(row: Row) -> str:
+def what(row: Compared) -> str:
     """A metric in words, for titles: 'p99 swap-in latency'."""
     parts = row.metric.split(".")
     if parts[-1] == "bytes_per_s":
@@ -173,8 +184,8 @@ def headline(rows: Sequence[Row], baseline: str) -> str:
     """The title of a figure over `rows`: its biggest significant
     improvement (and worst regression), that nothing is significant, or
     that nothing could be judged (fewer than 3 repeats)."""
-    judged = [(gain(r)[0], r) for r in rows if r.change and
-              r.change.significant and gain(r)]
+    judged = [(g[0], r) for r in rows if r.change and r.change.significant
+              and (g := gain(r)) is not None]
     if judged:
         best = max(judged, key=lambda t: t[0])
         out = finding(best[1], baseline)
@@ -182,17 +193,19 @@ def headline(rows: Sequence[Row], baseline: str) -> str:
         if worst[0] < 0 and worst[1] is not best[1]:
             out += f"; {finding(worst[1], baseline)}"
         return out
-    changes = [r for r in rows if r.change and r.change.pct is not None]
-    few = [r for r in changes if r.change.verdict == "n<3"]
+    changes = [(r, r.change.pct) for r in rows
+               if r.change and r.change.pct is not None]
+    few = [(r, p) for r, p in changes
+           if r.change and r.change.verdict == "n<3"]
     if not changes or len(few) < len(changes):
         return (f"No variant differs significantly from {baseline}"
                 + (f" ({len(few)} of {len(changes)} comparisons not judged:"
                    " fewer than 3 repeats)" if few else ""))
-    repeats = ("1 repeat" if all(r.summary.n == 1 for r in few)
+    repeats = ("1 repeat" if all(r.summary.n == 1 for r, _ in few)
                else "fewer than 3 repeats")
     # Not a verdict: the largest change is what a reader looks for first,
     # so the title names it and says it is unjudged.
-    big = max(few, key=lambda r: abs(r.change.pct))
+    big, big_pct = max(few, key=lambda t: abs(t[1]))
     return (f"{repeats}, nothing judged against {baseline}; largest change "
             f"seen: {big.variant} {what(big)} on {big.backend} "
-            f"{pct_text(big.change.pct)} (unjudged)")
+            f"{pct_text(big_pct)} (unjudged)")

@@ -90,7 +90,9 @@ def pages(items: Sequence[Item], room: int) -> list[list[Item]]:
     """`items` in columns of `room` px; a column that goes on from the
     previous one repeats its heading (continued) and the pair's caption."""
     out: list[list[Item]] = [[]]
-    left, h3, pair = room, None, None
+    left = room
+    h3: Item | None = None
+    pair: Item | None = None
     for i, it in enumerate(items):
         need = it.px + (_lead(items[i + 1:]) if it.kind in ("h3", "pair")
                         else 0)

@@ -124,24 +124,24 @@ def change_figure(res: Results, workload: str, dest: Path) -> Figure | None:
                 if r is None or r.change is None or r.change.pct is None:
                     continue
                 shown.append(r)
-                c = r.change
+                c, mid = r.change, r.change.pct
                 x = b - 0.4 + width * (i + 0.5)
-                ax.bar(x, c.pct, width * 0.9, color=colours[v],
+                ax.bar(x, mid, width * 0.9, color=colours[v],
                        label=v if b == 0 else None,
                        hatch=None if c.significant else "//",
                        alpha=1.0 if c.significant else 0.55)
-                if c.low is not None:
-                    ax.errorbar(x, c.pct, yerr=[[c.pct - c.low],
-                                                [c.high - c.pct]],
+                if c.low is not None and c.high is not None:
+                    ax.errorbar(x, mid, yerr=[[mid - c.low],
+                                              [c.high - mid]],
                                 fmt="none", ecolor="black", capsize=3, lw=1)
                 mark = "*" if c.significant else (
                     "n<3" if c.verdict == "n<3" else "ns")
-                top = c.high if c.high is not None else c.pct
-                bottom = c.low if c.low is not None else c.pct
-                y = top if c.pct >= 0 else bottom
+                top = c.high if c.high is not None else mid
+                bottom = c.low if c.low is not None else mid
+                y = top if mid >= 0 else bottom
                 ax.annotate(mark, (x, y), ha="center", fontsize=8,
-                            va="bottom" if c.pct >= 0 else "top",
-                            xytext=(0, 2 if c.pct >= 0 else -2),
+                            va="bottom" if mid >= 0 else "top",
+                            xytext=(0, 2 if mid >= 0 else -2),
                             textcoords="offset points")
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(range(len(backends)), backends)
@@ -174,8 +174,9 @@ def latency_figure(res: Results, workload: str, dest: Path) -> Figure | None:
     labels = [p[1:-3].replace("999", "99.9") for p in PERCENTILES]
     for ax, be in zip(axes[0], backends):
         for v in variants:
-            rows = [res.row(workload, be, n, v) for n in names]
-            if not all(rows):
+            found = [res.row(workload, be, n, v) for n in names]
+            rows = [r for r in found if r is not None]
+            if len(rows) < len(found):
                 continue
             base = v == res.source.baseline
             # The baseline dashed black on top: variants that match it
@@ -192,9 +193,9 @@ def latency_figure(res: Results, workload: str, dest: Path) -> Figure | None:
     axes[0][0].set_ylabel("fault latency, µs (log scale; mean of repeats)")
     axes[0][0].legend(fontsize=7)
     p99 = res.latency(workload)
-    rows = [res.row(workload, be, p99, v) for be in backends
-            for v in res.others()] if p99 else []
-    title = f"{workload}: " + res.headline([r for r in rows if r])
+    p99_rows = [r for be in backends for v in res.others()
+                if p99 and (r := res.row(workload, be, p99, v))]
+    title = f"{workload}: " + res.headline(p99_rows)
     return finish(fig, res, title, f"latency-{workload}", dest)
 
 
@@ -244,7 +245,7 @@ def swapout_figure(res: Results, dest: Path) -> Figure | None:
     labelled with the average write size the swap device saw."""
     wl = swapout_workload(res)
     metric = res.throughput(wl) if wl else None
-    if not metric:
+    if not wl or not metric:
         return None
     variants, backends = res.source.variants, res.source.backends
     colours = colours_of(variants)
@@ -297,7 +298,9 @@ def heatmap_figure(res: Results, dest: Path) -> Figure | None:
     workload's throughput; colour = improvement, text = %change + mark.
     One panel per workload, each on its own colour scale: a swap-out
     workload's +400 % would leave a swap-in workload's ±20 % white."""
-    workloads = [w for w in res.source.workloads if res.throughput(w)]
+    metric_of = {w: m for w in res.source.workloads
+                 if (m := res.throughput(w))}
+    workloads = list(metric_of)
     others, backends = res.others(), res.source.backends
     if not workloads or not others:
         return None
@@ -310,7 +313,7 @@ def heatmap_figure(res: Results, dest: Path) -> Figure | None:
         grid = [[math.nan] * len(backends) for _ in others]
         for i, v in enumerate(others):
             for j, be in enumerate(backends):
-                r = res.row(w, be, res.throughput(w), v)
+                r = res.row(w, be, metric_of[w], v)
                 if r is None or r.change is None or r.change.pct is None:
                     ax.text(j, i, "–", ha="center", va="center", fontsize=8)
                     continue

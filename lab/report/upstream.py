@@ -197,14 +197,17 @@ def _interactions(effects: Sequence[Effect]) -> list[str]:
     """Where the same candidate's effect differs by device or by the
     variant it is added to (CIs that do not overlap)."""
     out = []
-    keyed: dict[tuple[str, str], list[tuple[Effect, tuple]]] = {}
+    # (workload, metric) -> each effect with its gain and its %change
+    keyed: dict[tuple[str, str],
+                list[tuple[Effect, tuple[float, float, float], float]]] = {}
     for e in effects:
         g = gain(e)
-        if g:
-            keyed.setdefault((e.workload, e.metric), []).append((e, g))
+        if g and e.change.pct is not None:
+            keyed.setdefault((e.workload, e.metric), []).append(
+                (e, g, e.change.pct))
     for (wl, metric), items in keyed.items():
-        for i, (e1, g1) in enumerate(items):
-            for e2, g2 in items[i + 1:]:
+        for i, (e1, g1, pct1) in enumerate(items):
+            for e2, g2, pct2 in items[i + 1:]:
                 # One difference at a time: another device and another
                 # starting variant together would not say which it was.
                 if (e1.backend == e2.backend) == (e1.without == e2.without) \
@@ -215,9 +218,9 @@ def _interactions(effects: Sequence[Effect]) -> list[str]:
                        f"with what it is added to ({e1.without} vs "
                        f"{e2.without})")
                 out.append(f"{what(e1)} on {wl} differs {how}: "
-                           f"{pct_text(e1.change.pct)} vs "
-                           f"{pct_text(e2.change.pct)}, CIs do not overlap")
-        backends = {e.backend for e, _ in items}
+                           f"{pct_text(pct1)} vs "
+                           f"{pct_text(pct2)}, CIs do not overlap")
+        backends = {e.backend for e, _, _ in items}
         if len(backends) > 1 and not any(f"on {wl} differs" in t and
                                          what(items[0][0]) in t
                                          for t in out):

@@ -235,11 +235,11 @@ def compare(base: Sequence[float], other: Sequence[float], better: str,
 def noise(summaries: Sequence[Summary],
           confidence: float = CONFIDENCE) -> Noise:
     """A/A estimate from the repeats of each variant (see module doc)."""
-    usable = [s for s in summaries if s.n >= 2 and s.cv is not None]
-    df = sum(s.n - 1 for s in usable)
+    usable = [(s.n, s.cv) for s in summaries if s.n >= 2 and s.cv is not None]
+    df = sum(n - 1 for n, _ in usable)
     if df == 0:
         return Noise(None, 0, None)
-    cv = math.sqrt(sum((s.n - 1) * s.cv ** 2 for s in usable) / df)
+    cv = math.sqrt(sum((n - 1) * c ** 2 for n, c in usable) / df)
     n = int(statistics.median(s.n for s in summaries))
     if n < MIN_N:
         return Noise(100.0 * cv, df, None)

@@ -94,7 +94,7 @@ def inputs_hash(matrix: Matrix, cell: Cell, build_key: str,
     backend = matrix.backends[cell.backend]
     workload = matrix.workloads[cell.workload]
     g = matrix.guest
-    doc = {
+    doc: dict[str, Any] = {
         "build_key": build_key,
         "variant": {"cmdline": variant.cmdline, "sysfs": variant.sysfs,
                     "sysctl": variant.sysctl},

@@ -222,7 +222,7 @@ class StoreWriter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
             if name == PROPERTY and report.when == "call":
-                doc = json.loads(value)
+                doc = json.loads(str(value))
                 try:
                     self.run.save(Cell(**doc["cell"]), doc["inputs"],
                                   doc["provenance"], doc["result"])

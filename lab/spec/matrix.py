@@ -14,6 +14,7 @@ import dataclasses
 import re
 import zlib
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 from lab.errors import MatrixError
 from lab.spec import expect
@@ -26,6 +27,8 @@ from lab.spec.model import (RULE_KEYS, Expectation, Guest, Matrix,
 from lab.spec.questions import as_duration_s, check_covered, question
 from lab.spec.swapdev import backend
 from lab.spec.yamlsrc import Node, load
+
+T = TypeVar("T")
 
 FIRMWARES = ("seabios", "ovmf")
 BASE_CONFIGS = ("tinyconfig", "defconfig")
@@ -68,7 +71,8 @@ def parse_matrix(text: str, path: Path,
     if baseline not in variants:
         raise bnode.error(f"baseline '{baseline}' is not a variant; "
                           f"expected one of: {', '.join(variants)}")
-    dims = {"variant": variants, "backend": backends, "workload": workloads}
+    dims: dict[str, dict[str, Any]] = {
+        "variant": variants, "backend": backends, "workload": workloads}
     qnode = top.get("questions")
     questions = _named(qnode, "questions", lambda n, v: question(
         n, v, dims)) if qnode else {}
@@ -108,11 +112,12 @@ def _twins(variants: dict[str, Variant], node: Node) -> dict[str, Variant]:
     return out
 
 
-def _named(node: Node, what: str, build):
+def _named(node: Node, what: str,
+           build: Callable[[str, Node], T]) -> dict[str, T]:
     """A mapping of name -> definition; names checked, order kept."""
     if not isinstance(node.value, dict) or not node.value:
         raise expected(node, f"a non-empty mapping of {what}")
-    out = {}
+    out: dict[str, T] = {}
     for key, child in node.value.items():
         key_node = Node(node.file, node.key_lines[key], child.path, key)
         name = as_name(key_node, f"a name for {what}")

@@ -55,8 +55,8 @@ def backend(name: str, node: Node) -> Backend:
         elif typ == "number":
             params[param] = as_number(child)
         elif typ == "rate":
-            params[param] = as_number(child)
-            if not 0 <= params[param] <= 1:
+            params[param] = share = as_number(child)
+            if not 0 <= share <= 1:
                 raise expected(child, f"{param}: a share from 0 to 1")
         elif typ == "dilation":
             params[param] = dilation(child)

@@ -52,7 +52,7 @@ def test_cpio_lists_and_extracts_identically(tmp_path):
     c = sample()
     if os.geteuid() == 0:
         c.chardev("console", 5, 1)
-    raw = c.bytes()
+    raw = c.archive()
     assert len(raw) % 512 == 0
     listing = subprocess.run(["cpio", "-t", "--quiet"], input=raw,
                              capture_output=True, check=True).stdout
