@@ -55,11 +55,12 @@ def inputs_digest(run: Run) -> str:
 
 def write_record(run: Run, out: Path,
                  replicated_with: Sequence[str] = ()) -> Path:
-    doc: dict[str, object] = {"schema": "swaplab-report/1", "run": run.id,
-           "started": run.manifest.get("started"),
-           "submatrix": (run.manifest.get("matrix") or {}).get("submatrix"),
-           "generator_commit": generator_commit(),
-           "inputs_sha256": inputs_digest(run)}
+    doc: dict[str, object] = {
+        "schema": "swaplab-report/1", "run": run.id,
+        "started": run.manifest.get("started"),
+        "submatrix": (run.manifest.get("matrix") or {}).get("submatrix"),
+        "generator_commit": generator_commit(),
+        "inputs_sha256": inputs_digest(run)}
     if replicated_with:
         doc["replicated_with"] = list(replicated_with)
     atomic_write(out / RECORD, json.dumps(doc, indent=1) + "\n")
@@ -73,6 +74,8 @@ class Entry:
     submatrix: str
     answer: str
     commit: str
+    # raw results committed beside it: today's generator remakes it
+    regenerates: bool = True
 
 
 def answer_line(answers_md: str) -> str:
@@ -114,7 +117,8 @@ def entry(report: Path) -> Entry:
     answer = answer_line(answers.read_text()) if answers.is_file() else \
         "tables only (the run asked no questions)"
     commit = str(record.get("generator_commit") or "not recorded")
-    return Entry(report.name, date, sub, answer, commit)
+    return Entry(report.name, date, sub, answer, commit,
+                 (report / "raw" / "manifest.json").is_file())
 
 
 def entries(reports: Path) -> list[Entry]:
@@ -130,11 +134,23 @@ def short(commit: str) -> str:
 
 def catalogue_html(found: list[Entry]) -> str:
     e = html.escape
-    rows = "".join(
-        f"<tr><td><a href='{e(x.name)}/index.html'>{e(x.name)}</a></td>"
-        f"<td>{e(x.date)}</td><td>{e(x.submatrix)}</td>"
-        f"<td>{e(x.answer)}</td><td><code>{e(short(x.commit))}</code></td>"
-        "</tr>" for x in found)
+
+    def rows(entries: Sequence[Entry]) -> str:
+        return "".join(
+            f"<tr><td><a href='{e(x.name)}/index.html'>{e(x.name)}</a></td>"
+            f"<td>{e(x.date)}</td><td>{e(x.submatrix)}</td>"
+            f"<td>{e(x.answer)}</td><td><code>{e(short(x.commit))}</code>"
+            "</td></tr>" for x in entries)
+    head = ("<tr><th>report</th><th>run started</th><th>sub-matrix</th>"
+            "<th>answer</th><th>generator</th></tr>")
+    legacy = [x for x in found if not x.regenerates]
+    old = "" if not legacy else (
+        "<h2>Legacy reports</h2><p>Made by earlier generators before raw "
+        "results were committed: they cannot be regenerated, predate the "
+        "questions, false-discovery control and replication, and some "
+        "print intervals or prose the current generator would not. Read "
+        "them as lab notebooks, not as answers.</p><table>" + head
+        + rows(legacy) + "</table>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<title>swaplab reference reports</title><style>body{font-family:"
             "system-ui,sans-serif;max-width:80em;margin:1em auto}td,th{"
@@ -142,10 +158,11 @@ def catalogue_html(found: list[Entry]) -> str:
             "border-bottom:1px solid #ddd}</style></head><body>"
             "<h1>swaplab reference reports</h1><p>Newest first. Each "
             "report's own index opens with its answers and its testbed; "
-            "report.json names the commit that generated it.</p><table>"
-            "<tr><th>report</th><th>run started</th><th>sub-matrix</th>"
-            "<th>answer</th><th>generator</th></tr>"
-            f"{rows}</table></body></html>\n")
+            "report.json names the commit that generated it, and each is "
+            "regenerated from the raw results committed beside it.</p>"
+            f"<table>{head}"
+            + rows([x for x in found if x.regenerates])
+            + f"</table>{old}</body></html>\n")
 
 
 def write_catalogue(reports: Path) -> Path:

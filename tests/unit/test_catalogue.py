@@ -23,8 +23,14 @@ def test_every_committed_report_has_a_line() -> None:
     old = found["20261203-103133-beyond"]       # no raw results kept
     assert old.date == "2026-12-03T10:31:33Z"
     assert old.answer.startswith("tables only")
+    assert quiet.regenerates and not old.regenerates
     page = catalogue.catalogue_html(list(found.values()))
     assert page.count("<tr><td><a href=") == len(found)
+    # Reports without raw results stand apart, under a warning.
+    current, legacy = page.split("<h2>Legacy reports</h2>")
+    assert f"'{QUIET.name}/index.html'" in current
+    assert f"'{old.name}/index.html'" in legacy
+    assert f"'{QUIET.name}/index.html'" not in legacy
 
 
 def test_answer_line_names_the_decided_rows() -> None:
