@@ -207,8 +207,9 @@ def _run(args: argparse.Namespace) -> int:
     cells, run_id = _session(args, [], deadline)
     if sub.questions:
         cells = max(cells, _rounds(args, matrix, run_id, deadline))
-    report = argparse.Namespace(cache=args.cache, run=run_id, results=None,
-                                out=None, all=False, no_pdf=False)
+    # `lab report --run RUN`, with the command line's own defaults
+    report = parse(["report", "--run", run_id])
+    report.cache = args.cache
     _report(report)
     return cells
 
@@ -363,7 +364,7 @@ def _report(args: argparse.Namespace) -> int:
     others = _other_runs(args, args.replicate_with or "")
     paths = reportdir.build_report(run, args.out, args.all,
                                    pdf=not args.no_pdf, others=others)
-    if getattr(args, "raw", False):
+    if args.raw:
         paths += reportdir.write_raw(run, paths[0].parent / "raw")
     print(f"report of run {run.id}: {paths[0]}")
     return 0

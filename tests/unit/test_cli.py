@@ -43,7 +43,8 @@ def run_with(monkeypatch, run_id, build_status=0):
         seen["session"] = FakeSession(command, run_id)
         return seen["session"]
     monkeypatch.setattr(cli.subprocess, "Popen", popen)
-    monkeypatch.setattr(cli, "_report", lambda a: seen.update(report=a.run))
+    monkeypatch.setattr(cli, "_report", lambda a: seen.update(
+        report=a.run, report_args=vars(a)))
     args = argparse.Namespace(matrix="debug", file=Path("matrix.yaml"),
                               pytest_args=[], cache=None, budget=None)
     return cli._run(args), seen
@@ -53,6 +54,10 @@ def test_run_reports_its_own_run_not_the_latest(monkeypatch):
     # Another session on the same cache may have started a later run.
     status, seen = run_with(monkeypatch, "20261203-102031-debug")
     assert status == 1 and seen["report"] == "20261203-102031-debug"
+    # The report is `lab report --run RUN`'s, every option at its default
+    # (a hand-made namespace once lacked a newer option and crashed).
+    assert seen["report_args"] == vars(cli.parse(
+        ["report", "--run", "20261203-102031-debug"]))
     assert not seen["session"].id_file.parent.exists()
 
 
