@@ -8,6 +8,7 @@ the runner puts things in its result; everything else reads `Observed`.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -102,12 +103,15 @@ class Observed:
     meminfo_after: dict[str, int]            # kB
     diskstats_delta: dict[str, int]          # swap device, runner's names
     trace: dict[str, Any] | None             # do_swap_page durations
+    # a text-output workload's figures (lab.guest.textout), by metric
+    parsed: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def observed(result: Mapping[str, Any]) -> Observed:
     """The adapter from the runner's result (swaplab-cell/1) to Observed:
     the only place that knows the runner's field names."""
-    wl = (result.get("workload") or {}).get("result")
+    run = result.get("workload") or {}
+    wl = run.get("result")
     if not isinstance(wl, dict) or \
             wl.get("schema") not in SWAPBENCH + SWAPRACE:
         wl = None
@@ -119,7 +123,8 @@ def observed(result: Mapping[str, Any]) -> Observed:
         vmstat_after=after.get("vmstat") or {},
         meminfo_after=after.get("meminfo_kb") or {},
         diskstats_delta=(result.get("delta") or {}).get("diskstats") or {},
-        trace=result.get("trace"))
+        trace=result.get("trace"),
+        parsed=run.get("parsed") or {})
 
 
 def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
@@ -133,6 +138,7 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
             out.update(_swaprace(obs.workload))
         else:
             out.update(_swapbench(obs.workload))
+    out.update(_parsed(obs.parsed))
     out.update(_vmstat(obs.vmstat_before, obs.vmstat_after))
     for name in MEMINFO_AFTER:
         if name in obs.meminfo_after:
@@ -142,6 +148,16 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
     if obs.trace and obs.trace.get("count"):
         out.update(_trace(obs.trace))
     return out
+
+
+def _parsed(figures: Mapping[str, Any]) -> dict[str, Metric]:
+    """A program's figures read by its workload's parse rules: headline
+    metrics, as the program's own output is what it was run for."""
+    return {name: Metric(float(f["value"]), str(f["unit"]),
+                         str(f["better"]), True)
+            for name, f in figures.items()
+            if isinstance(f, dict) and isinstance(f.get("value"),
+                                                  (int, float))}
 
 
 def _swapbench(doc: Mapping[str, Any]) -> dict[str, Metric]:
