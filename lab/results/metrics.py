@@ -9,6 +9,7 @@ the runner puts things in its result; everything else reads `Observed`.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -105,6 +106,9 @@ class Observed:
     trace: dict[str, Any] | None             # do_swap_page durations
     # a text-output workload's figures (lab.guest.textout), by metric
     parsed: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # /sys/kernel/mm files the agent read before and after (path: text)
+    sysfs_before: dict[str, str] = dataclasses.field(default_factory=dict)
+    sysfs_after: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def observed(result: Mapping[str, Any]) -> Observed:
@@ -124,7 +128,9 @@ def observed(result: Mapping[str, Any]) -> Observed:
         meminfo_after=after.get("meminfo_kb") or {},
         diskstats_delta=(result.get("delta") or {}).get("diskstats") or {},
         trace=result.get("trace"),
-        parsed=run.get("parsed") or {})
+        parsed=run.get("parsed") or {},
+        sysfs_before=before.get("sysfs") or {},
+        sysfs_after=after.get("sysfs") or {})
 
 
 def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
@@ -139,6 +145,7 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
         else:
             out.update(_swapbench(obs.workload))
     out.update(_parsed(obs.parsed))
+    out.update(_mthp(obs.sysfs_before, obs.sysfs_after))
     out.update(_vmstat(obs.vmstat_before, obs.vmstat_after))
     for name in MEMINFO_AFTER:
         if name in obs.meminfo_after:
@@ -276,6 +283,41 @@ def _vmstat(before: Mapping[str, int],
         # was used; the raw counts depend on how much was swapped at all.
         out["vmstat.swap_ra_hit_ratio"] = Metric(
             100.0 * hit.value / ra.value, "%", HIGHER, True)
+    return out
+
+
+MTHP_RE = re.compile(r"^kernel/mm/transparent_hugepage/hugepages-(\d+kB)/"
+                     r"(?:stats/(\w+)|(enabled))$")
+
+
+def _mthp(before: Mapping[str, str],
+          after: Mapping[str, str]) -> dict[str, Metric]:
+    """Per-size THP statistics (6.8 and later: hugepages-<size>/stats):
+    `mthp.<size>.<stat>`, events in the cell (after - before) or, for
+    the nr_ gauges, the count after; only sizes that were enabled, so a
+    kernel with nine sizes of which one is on adds 13 metrics, not 117."""
+    stats: dict[str, dict[str, str]] = {}
+    enabled: set[str] = set()
+    for key, text in after.items():
+        m = MTHP_RE.match(key)
+        if not m:
+            continue
+        size, stat, is_switch = m.groups()
+        if is_switch:
+            if "[never]" not in text:
+                enabled.add(size)
+        else:
+            stats.setdefault(size, {})[stat] = key
+    out: dict[str, Metric] = {}
+    for size in sorted(enabled & set(stats)):
+        for stat, key in sorted(stats[size].items()):
+            try:
+                now = int(after[key])
+                was = 0 if stat.startswith("nr_") else int(before.get(key, 0))
+            except ValueError:
+                continue
+            out[f"mthp.{size}.{stat}"] = Metric(
+                float(now - was), "folios", NEUTRAL)
     return out
 
 
