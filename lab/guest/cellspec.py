@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab import elf
 from lab.guest import backends
 from lab.kernel.build import Build
 from lab.paths import REPO
-from lab.spec.model import Backend, Cell, Guest, Matrix
+from lab.spec.model import Backend, Cell, Guest, Matrix, ParseRule
 
 WORKLOADS_BUILD = REPO / "workloads" / "build"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
@@ -30,6 +31,8 @@ class CellSpec:
     sysctl: dict[str, str] = field(default_factory=dict)
     cmdline: str = ""                       # variant's kernel cmdline
     trace: bool = False                     # do_swap_page durations
+    output: str = "json"                    # how its stdout is read
+    parse: tuple[ParseRule, ...] = ()       # for output "text"
     interactive: bool = False               # workload on the console
     test: str = ""                          # agent test switch
     extra_files: dict[str, bytes] = field(default_factory=dict)
@@ -80,14 +83,26 @@ def cell_spec(matrix: Matrix, cell: Cell, build: Build,
     scale = variant.timeout_scale
     return CellSpec(
         cell_id=cell.id, build=build, backend=matrix.backends[cell.backend],
-        guest=matrix.guest, argv=[workload.program, *workload.args],
+        guest=matrix.guest,
+        argv=[workload.path or workload.program, *workload.args],
         out_dir=out_dir, timeout_s=math.ceil(workload.timeout_s * scale),
         boot_allowance_s=math.ceil(BOOT_ALLOWANCE_S * scale),
         sysfs={**variant.sysfs, **workload.sysfs},
         sysctl={**variant.sysctl, **workload.sysctl},
         cmdline=variant.cmdline, trace=workload.trace,
+        output=workload.output, parse=workload.parse,
+        extra_files=brought_files(workload.path),
         labels={"variant": cell.variant, "backend": cell.backend,
                 "workload": cell.workload, "repeat": cell.repeat})
+
+
+def brought_files(path: str) -> dict[str, bytes]:
+    """A program brought by the user, its ELF interpreter and libraries,
+    at their paths on this host (the initramfs has no libraries)."""
+    if not path:
+        return {}
+    return {str(p.absolute()).lstrip("/"): p.read_bytes()
+            for p in elf.closure(Path(path))}
 
 
 def config_items(spec: CellSpec, setup: backends.Setup

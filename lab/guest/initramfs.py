@@ -178,6 +178,12 @@ def cell_archive(config: str, extra: dict[str, bytes] | None = None) -> bytes:
     """The per-cell cpio.gz: the config plus extra files (path -> data)."""
     cpio = Cpio()
     cpio.file(CONF_PATH, config.encode(), 0o644)
+    # The kernel's unpacker creates no missing parents: a library at
+    # lib/x86_64-linux-gnu/ needs its directories first.
+    parents = sorted({str(p) for name in (extra or {})
+                      for p in Path(name).parents if str(p) != "."})
+    for d in parents:
+        cpio.dir(d)
     for name, data in sorted((extra or {}).items()):
         cpio.file(name, data, 0o755 if data[:4] == b"\x7fELF" else 0o644)
     return cpio.gzip()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.guest import accel as accel_mod
-from lab.guest import backends
+from lab.guest import backends, textout
 from lab.guest.cellspec import CellSpec
 from lab.guest.frame import FrameError, parse
 from lab.guest.guestlog import (MARK_WORKLOAD, OOM_RE, PANIC_RE, deltas,
@@ -41,7 +41,7 @@ SCHEMAS = {"swapbench": "swapbench/4", "swaprace": "swaprace/1",
 WRAPPERS = ("swapcycle", "swaplab-dilate")
 REASONS = ("panic", "hang", "agent-error", "integrity-error", "wrong-kernel",
            "wrong-firmware", "bad-frame", "oom", "boot-failure",
-           "workload-error", "device-mismatch", "lab-error")
+           "workload-error", "parse-failed", "device-mismatch", "lab-error")
 
 
 def firmware_problem(requested: str, seen: dict[str, Any] | None) -> str:
@@ -141,23 +141,39 @@ def classify(spec: CellSpec, setup: backends.Setup | None,
         return "workload-error", (f"the workload ended with {what}: "
                                   + (wl.get("stderr") or "")[-300:]
                                   .strip()), payload
-    if not spec.interactive:
-        try:
-            doc = json.loads(wl.get("stdout") or "")
-        except ValueError as exc:
-            return "workload-error", f"workload stdout is not JSON: {exc}", \
-                payload
-        want = SCHEMAS.get(workload_program(spec.argv) or "")
-        schema = doc.get("schema") if isinstance(doc, dict) else None
-        if not isinstance(doc, dict) or (want and schema != want):
-            return "workload-error", (f"workload stdout is not a "
-                                      f"{want or 'JSON object'} document "
-                                      f"(schema {schema!r})"), payload
-        bad = mismatched_pages(doc)
-        if bad:
-            return "integrity-error", (f"the workload exited 0 but counted "
-                                       f"{bad} mismatched pages"), payload
+    if spec.interactive or spec.output == "none":
+        return None, "", payload
+    if spec.output == "text":
+        parsed = text_figures(spec, wl.get("stdout") or "")
+        if not parsed.problems:
+            return None, "", payload
+        first = " | ".join(parsed.unparsed[:3])
+        return "parse-failed", "; ".join(parsed.problems)[:400] + (
+            f"; first unparsed lines: {first[:300]}" if first else
+            "; the workload printed nothing"), payload
+    try:
+        doc = json.loads(wl.get("stdout") or "")
+    except ValueError as exc:
+        return "workload-error", f"workload stdout is not JSON: {exc}", \
+            payload
+    want = SCHEMAS.get(workload_program(spec.argv) or "")
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or (want and schema != want):
+        return "workload-error", (f"workload stdout is not a "
+                                  f"{want or 'JSON object'} document "
+                                  f"(schema {schema!r})"), payload
+    bad = mismatched_pages(doc)
+    if bad:
+        return "integrity-error", (f"the workload exited 0 but counted "
+                                   f"{bad} mismatched pages"), payload
     return None, "", payload
+
+
+def text_figures(spec: CellSpec, stdout: str) -> textout.Parsed:
+    """The figures the workload's parse rules read in its output."""
+    return textout.read_figures(spec.parse,
+                                workload_program(spec.argv) or "workload",
+                                stdout)
 
 
 def mismatched_pages(doc: dict[str, Any]) -> int:
@@ -233,7 +249,12 @@ def build_result(spec: CellSpec, setup: backends.Setup | None,
         wl = dict(wl)
         out = wl.pop("stdout", None)
         wl["result"] = None
-        if out:
+        if spec.output == "text":
+            parsed = text_figures(spec, out or "")
+            wl["parsed"] = parsed.figures
+            wl["unparsed"] = parsed.unparsed
+            wl["stdout_text"] = (out or "")[-4000:]
+        elif out:
             try:
                 wl["result"] = json.loads(out)
             except ValueError:

@@ -8,6 +8,8 @@ the runner puts things in its result; everything else reads `Observed`.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -102,12 +104,18 @@ class Observed:
     meminfo_after: dict[str, int]            # kB
     diskstats_delta: dict[str, int]          # swap device, runner's names
     trace: dict[str, Any] | None             # do_swap_page durations
+    # a text-output workload's figures (lab.guest.textout), by metric
+    parsed: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # /sys/kernel/mm files the agent read before and after (path: text)
+    sysfs_before: dict[str, str] = dataclasses.field(default_factory=dict)
+    sysfs_after: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def observed(result: Mapping[str, Any]) -> Observed:
     """The adapter from the runner's result (swaplab-cell/1) to Observed:
     the only place that knows the runner's field names."""
-    wl = (result.get("workload") or {}).get("result")
+    run = result.get("workload") or {}
+    wl = run.get("result")
     if not isinstance(wl, dict) or \
             wl.get("schema") not in SWAPBENCH + SWAPRACE:
         wl = None
@@ -119,7 +127,10 @@ def observed(result: Mapping[str, Any]) -> Observed:
         vmstat_after=after.get("vmstat") or {},
         meminfo_after=after.get("meminfo_kb") or {},
         diskstats_delta=(result.get("delta") or {}).get("diskstats") or {},
-        trace=result.get("trace"))
+        trace=result.get("trace"),
+        parsed=run.get("parsed") or {},
+        sysfs_before=before.get("sysfs") or {},
+        sysfs_after=after.get("sysfs") or {})
 
 
 def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
@@ -133,6 +144,8 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
             out.update(_swaprace(obs.workload))
         else:
             out.update(_swapbench(obs.workload))
+    out.update(_parsed(obs.parsed))
+    out.update(_mthp(obs.sysfs_before, obs.sysfs_after))
     out.update(_vmstat(obs.vmstat_before, obs.vmstat_after))
     for name in MEMINFO_AFTER:
         if name in obs.meminfo_after:
@@ -142,6 +155,16 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
     if obs.trace and obs.trace.get("count"):
         out.update(_trace(obs.trace))
     return out
+
+
+def _parsed(figures: Mapping[str, Any]) -> dict[str, Metric]:
+    """A program's figures read by its workload's parse rules: headline
+    metrics, as the program's own output is what it was run for."""
+    return {name: Metric(float(f["value"]), str(f["unit"]),
+                         str(f["better"]), True)
+            for name, f in figures.items()
+            if isinstance(f, dict) and isinstance(f.get("value"),
+                                                  (int, float))}
 
 
 def _swapbench(doc: Mapping[str, Any]) -> dict[str, Metric]:
@@ -260,6 +283,41 @@ def _vmstat(before: Mapping[str, int],
         # was used; the raw counts depend on how much was swapped at all.
         out["vmstat.swap_ra_hit_ratio"] = Metric(
             100.0 * hit.value / ra.value, "%", HIGHER, True)
+    return out
+
+
+MTHP_RE = re.compile(r"^kernel/mm/transparent_hugepage/hugepages-(\d+kB)/"
+                     r"(?:stats/(\w+)|(enabled))$")
+
+
+def _mthp(before: Mapping[str, str],
+          after: Mapping[str, str]) -> dict[str, Metric]:
+    """Per-size THP statistics (6.8 and later: hugepages-<size>/stats):
+    `mthp.<size>.<stat>`, events in the cell (after - before) or, for
+    the nr_ gauges, the count after; only sizes that were enabled, so a
+    kernel with nine sizes of which one is on adds 13 metrics, not 117."""
+    stats: dict[str, dict[str, str]] = {}
+    enabled: set[str] = set()
+    for key, text in after.items():
+        m = MTHP_RE.match(key)
+        if not m:
+            continue
+        size, stat, is_switch = m.groups()
+        if is_switch:
+            if "[never]" not in text:
+                enabled.add(size)
+        else:
+            stats.setdefault(size, {})[stat] = key
+    out: dict[str, Metric] = {}
+    for size in sorted(enabled & set(stats)):
+        for stat, key in sorted(stats[size].items()):
+            try:
+                now = int(after[key])
+                was = 0 if stat.startswith("nr_") else int(before.get(key, 0))
+            except ValueError:
+                continue
+            out[f"mthp.{size}.{stat}"] = Metric(
+                float(now - was), "folios", NEUTRAL)
     return out
 
 

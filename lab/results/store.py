@@ -110,6 +110,13 @@ def inputs_hash(matrix: Matrix, cell: Cell, build_key: str,
         # every fault: never the same measurement as an untraced one.
         # (Only when on, so untraced cells keep the hashes stored before.)
         doc["workload"]["trace"] = True
+    if workload.output != "json":
+        # How the output is read is part of what the cell measures (only
+        # when not swaplab's JSON, so those cells keep their hashes).
+        doc["workload"]["output"] = workload.output
+        doc["workload"]["parse"] = [
+            [r.pattern, [[m.group, m.unit, m.better, m.aggregate]
+                         for m in r.metrics]] for r in workload.parse]
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

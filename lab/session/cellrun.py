@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from lab import elf
 from lab.cache import atomic_write
 from lab.calibrate import dilation
 from lab.errors import LabError
@@ -63,9 +64,12 @@ def qemu_version() -> str:
 
 
 def programs(matrix: Matrix, cell: Cell) -> list[Path]:
-    """The workloads/build binaries a cell runs: its program, and any
-    argument that names another (swapcycle runs swapbench)."""
+    """The binaries a cell runs: its program and any argument that names
+    another (swapcycle runs swapbench) in workloads/build, or a program
+    brought by the user with its interpreter and libraries."""
     wl = matrix.workloads[cell.workload]
+    if wl.path:
+        return elf.closure(Path(wl.path))
     names = dict.fromkeys((wl.program, *wl.args))
     return [cellspec.WORKLOADS_BUILD / n for n in names
             if "/" not in n and (cellspec.WORKLOADS_BUILD / n).is_file()]

@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from lab import elf
 from lab.errors import MatrixError
 from lab.spec import expect
 from lab.spec.fields import (Fields, as_bool, as_int, as_list, as_name,
@@ -24,6 +25,7 @@ from lab.spec.fields import (Fields, as_bool, as_int, as_list, as_name,
 from lab.spec.model import (RULE_KEYS, Expectation, Guest, Matrix,
                             Question, Rule, SubMatrix, Tree, Variant,
                             Workload)
+from lab.spec.parserules import output_and_rules
 from lab.spec.questions import as_duration_s, check_covered, question
 from lab.spec.swapdev import backend
 from lab.spec.yamlsrc import Node, load
@@ -228,9 +230,25 @@ def _variant(name: str, node: Node, trees: dict[str, Tree],
     return variant
 
 
+def _program(node: Node) -> tuple[str, str]:
+    """`program:` as the name of one of the lab's programs (workloads/
+    build), or as a path, absolute or relative to the matrix file, to an
+    x86-64 executable that runs in the guest with its libraries:
+    (program, absolute path or "")."""
+    if not isinstance(node.value, str) or "/" not in node.value:
+        return as_name(node, "a workload program name, or a path to an "
+                       "executable (with a '/')"), ""
+    path = Path(node.file).parent / node.value
+    try:
+        elf.closure(path)
+    except elf.ElfError as exc:
+        raise node.error(f"{exc}") from None
+    return node.value, str(path.resolve())
+
+
 def _workload(name: str, node: Node) -> Workload:
     fields = Fields(node, f"workload '{name}'")
-    program = as_name(fields.need("program"), "a workload program name")
+    program, path = _program(fields.need("program"))
     anode = fields.get("args")
     args = as_list(anode, lambda n: str(_scalar(n)), "arguments") \
         if anode else []
@@ -238,9 +256,11 @@ def _workload(name: str, node: Node) -> Workload:
     timeout = as_int(tnode, 10, 86400, "a timeout in seconds") \
         if tnode else 600
     trace_node = fields.get("trace")
+    output, rules = output_and_rules(fields, program)
     workload = Workload(name, program, tuple(args), timeout,
                         _sysfs(fields), _sysctl(fields),
-                        as_bool(trace_node) if trace_node else False)
+                        as_bool(trace_node) if trace_node else False,
+                        output, rules, path)
     fields.done()
     return workload
 

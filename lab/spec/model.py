@@ -107,6 +107,9 @@ RULE_KEYS = ("variant", "backend", "workload", "repeat")
 # decided: prose, file:line positions (they move whenever another part
 # of the file is edited), and the time budget of one piece of a run.
 PROSE = frozenset(("description", "where", "claim", "name", "budget_s"))
+# A field added after studies had started: at its default it leaves a
+# study's digest as it was, so the study's runs still resume.
+SINCE_STUDIES = {"since_studies": True}
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,29 @@ class Backend:
 
 
 @dataclass(frozen=True)
+class ParsedMetric:
+    """One named group of a parse rule, as a metric."""
+    group: str              # the regular expression's named group
+    unit: str
+    better: str             # higher | lower | neutral
+    aggregate: str          # over the lines that match: sum | mean | max
+
+
+@dataclass(frozen=True)
+class ParseRule:
+    """A regular expression matched against each line of a program's
+    output; its named groups are the figures (`metrics`)."""
+    pattern: str
+    metrics: tuple[ParsedMetric, ...]
+    where: str              # file:line of the rule
+
+
+# What a workload prints: swaplab's JSON document, text read by `parse`
+# rules, or nothing the lab reads (the generic metrics only).
+OUTPUTS = ("json", "text", "none")
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     program: str
@@ -158,6 +184,13 @@ class Workload:
     sysfs: dict[str, str]
     sysctl: dict[str, str]
     trace: bool = False     # time do_swap_page with function_graph
+    output: str = dataclasses.field(default="json",      # one of OUTPUTS
+                                    metadata=SINCE_STUDIES)
+    parse: tuple[ParseRule, ...] = dataclasses.field(   # for output "text"
+        default=(), metadata=SINCE_STUDIES)
+    # A program given as a path (brought by the user): where it is on
+    # this host, absolute; "" for the lab's own, in workloads/build.
+    path: str = dataclasses.field(default="", metadata=SINCE_STUDIES)
 
 
 @dataclass(frozen=True)
@@ -314,10 +347,13 @@ class Matrix:
 
 
 def _plain(obj: Any) -> Any:
-    """A model object as JSON-able data, PROSE left out."""
+    """A model object as JSON-able data, PROSE left out, and fields added
+    after studies began (SINCE_STUDIES) left out at their default."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _plain(getattr(obj, f.name))
-                for f in dataclasses.fields(obj) if f.name not in PROSE}
+                for f in dataclasses.fields(obj) if f.name not in PROSE
+                and not (f.metadata.get("since_studies")
+                         and getattr(obj, f.name) == f.default)}
     if isinstance(obj, dict):
         return {str(k): _plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lab.guest import frame
+from lab.paths import REPO
 from lab.results.metrics import HIGHER, LOWER, NEUTRAL, cell_metrics, gather
 from lab.results.store import CellRecord
 from lab.spec.model import Cell
@@ -193,3 +194,21 @@ def test_no_later_pass_time_under_a_runtime_limit():
                      .read_text())["result"]
     assert res["workload"]["result"]["config"]["runtime_s"] == 120.0
     assert "swapbench.main.later_pass_s" not in cell_metrics(res)
+
+
+def test_mthp_statistics_of_enabled_sizes_from_a_real_6_12_cell() -> None:
+    # Stock 6.12 filling on NVMe (seeds study, piece 1): THPs of 2 MiB
+    # only ("inherit" from madvise), 222 of them written out whole.
+    path = (REPO / "reports" / "20261206-061104-seeds" / "raw" /
+            "upstream-6.12-nvme-thp-swpout-rate-r1.json")
+    got = cell_metrics(json.loads(path.read_text())["result"])
+    mthp = {k: m.value for k, m in got.items() if k.startswith("mthp.")}
+    assert {k.split(".")[1] for k in mthp} == {"2048kB"}
+    assert mthp["mthp.2048kB.swpout"] == 222
+    assert mthp["mthp.2048kB.anon_fault_alloc"] == 224
+    assert mthp["mthp.2048kB.swpout_fallback"] == 0
+    assert len(mthp) == 13
+    # 6.1 has no per-size statistics: no mthp metrics at all.
+    base = path.with_name("base-nvme-thp-swpout-rate-r1.json")
+    assert not any(k.startswith("mthp.") for k in cell_metrics(
+        json.loads(base.read_text())["result"]))

@@ -1,0 +1,114 @@
+"""What a program needs in the guest, on real binaries of this host:
+the lab's static swapbench, Debian's dynamic /bin/true, and programs
+built here against a library of their own."""
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab import elf
+from lab.paths import REPO
+
+SWAPBENCH = REPO / "workloads" / "build" / "swapbench"
+LIB = "int answer(void) { return 42; }\n"
+MAIN = ("int answer(void);\n"
+        "int main(void) { return answer() == 42 ? 0 : 1; }\n")
+
+
+def test_a_static_program_needs_only_itself() -> None:
+    assert elf.read(SWAPBENCH).interpreter is None
+    assert elf.closure(SWAPBENCH) == [SWAPBENCH]
+
+
+def test_a_dynamic_program_brings_its_interpreter_and_libc() -> None:
+    true = Path(shutil.which("true") or "/bin/true")
+    info = elf.read(true)
+    assert info.interpreter == "/lib64/ld-linux-x86-64.so.2"
+    assert "libc.so.6" in info.needed
+    files = elf.closure(true)
+    assert files[:2] == [true, Path(info.interpreter)]
+    assert Path("/lib/x86_64-linux-gnu/libc.so.6") in files
+    assert len(files) == len({p.resolve() for p in files})
+
+
+def build(tmp_path: Path, rpath: str | None) -> Path:
+    """prog linked against libanswer.so in lib/, with `rpath` or none."""
+    (tmp_path / "lib").mkdir(exist_ok=True)
+    (tmp_path / "lib.c").write_text(LIB)
+    (tmp_path / "main.c").write_text(MAIN)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o",
+                    str(tmp_path / "lib" / "libanswer.so"),
+                    str(tmp_path / "lib.c")], check=True)
+    prog = tmp_path / "prog"
+    subprocess.run(["gcc", "-o", str(prog), str(tmp_path / "main.c"),
+                    "-L", str(tmp_path / "lib"), "-lanswer",
+                    *([f"-Wl,-rpath,{rpath}"] if rpath else [])],
+                   check=True)
+    return prog
+
+
+def test_libraries_are_found_by_the_run_path_and_origin(tmp_path) -> None:
+    prog = build(tmp_path, "$ORIGIN/lib")
+    assert elf.read(prog).search == ("$ORIGIN/lib",)
+    files = elf.closure(prog)
+    assert tmp_path / "lib" / "libanswer.so" in files
+    assert any(p.name == "libc.so.6" for p in files)
+
+
+def test_a_library_found_nowhere_is_named(tmp_path) -> None:
+    prog = build(tmp_path, None)
+    with pytest.raises(elf.ElfError, match="needs libanswer.so .for prog.,"
+                       " found nowhere"):
+        elf.closure(prog)
+
+
+def test_what_cannot_run_in_the_guest_is_said(tmp_path) -> None:
+    with pytest.raises(elf.ElfError, match="cannot read .*: No such file"):
+        elf.closure(tmp_path / "missing")
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    with pytest.raises(elf.ElfError, match="is not an ELF executable"):
+        elf.closure(script)
+    arm = tmp_path / "arm"
+    data = bytearray(SWAPBENCH.read_bytes())
+    struct.pack_into("<H", data, 18, 183)       # EM_AARCH64
+    arm.write_bytes(bytes(data))
+    with pytest.raises(elf.ElfError, match="machine 183, not x86-64"):
+        elf.closure(arm)
+    cut = tmp_path / "cut"
+    cut.write_bytes(SWAPBENCH.read_bytes()[:40])
+    with pytest.raises(elf.ElfError, match="truncated"):
+        elf.closure(cut)
+
+
+def test_validate_names_the_program_key_and_the_problem(tmp_path) -> None:
+    from lab.errors import MatrixError
+    from lab.spec.matrix import parse_matrix
+    text = (REPO / "matrix.yaml").read_text().replace(
+        "  thp-swpout-rate:\n", "  mine:\n    program: ./bin/mine\n"
+        "    output: none\n  thp-swpout-rate:\n", 1)
+    (tmp_path / "kernels").symlink_to(REPO / "kernels")
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text)
+    line = text.splitlines().index("    program: ./bin/mine") + 1
+    where = f"{path}:{line}: workloads.mine.program: "
+    with pytest.raises(MatrixError) as info:
+        parse_matrix(text, path, REPO / "patches")
+    assert str(info.value).startswith(where + "cannot read ")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "mine").write_text("#!/bin/sh\n")
+    with pytest.raises(MatrixError) as info:
+        parse_matrix(text, path, REPO / "patches")
+    assert str(info.value).startswith(where)
+    assert "is not an ELF executable" in str(info.value)
+    shutil.copy(SWAPBENCH, tmp_path / "bin" / "mine")
+    m = parse_matrix(text, path, REPO / "patches")
+    mine = m.workloads["mine"]
+    assert (mine.program, mine.path) == ("./bin/mine",
+                                         str(tmp_path / "bin" / "mine"))
+    # A name without a '/' is still one of the lab's own programs.
+    assert m.workloads["seq-seed"].path == ""
