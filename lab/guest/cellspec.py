@@ -14,6 +14,10 @@ from lab.paths import REPO
 from lab.spec.model import Backend, Cell, Guest, Matrix, ParseRule
 
 WORKLOADS_BUILD = REPO / "workloads" / "build"
+# What the guest agent mounts over the initramfs (mounts() in
+# workloads/agent/agent.c): files unpacked there are hidden once it runs.
+GUEST_MOUNTS = ("/proc", "/sys", "/dev", "/tmp", "/run")
+HIDDEN_PREFIX = "/opt/swaplab-host"
 BOOT_ALLOWANCE_S = 60       # host timeout = workload timeout + this
 
 
@@ -84,7 +88,8 @@ def cell_spec(matrix: Matrix, cell: Cell, build: Build,
     return CellSpec(
         cell_id=cell.id, build=build, backend=matrix.backends[cell.backend],
         guest=matrix.guest,
-        argv=[workload.path or workload.program, *workload.args],
+        argv=[guest_path(Path(workload.path)) if workload.path else
+              workload.program, *workload.args],
         out_dir=out_dir, timeout_s=math.ceil(workload.timeout_s * scale),
         boot_allowance_s=math.ceil(BOOT_ALLOWANCE_S * scale),
         sysfs={**variant.sysfs, **workload.sysfs},
@@ -96,12 +101,24 @@ def cell_spec(matrix: Matrix, cell: Cell, build: Build,
                 "workload": cell.workload, "repeat": cell.repeat})
 
 
+def guest_path(host: Path) -> str:
+    """Where a brought file goes in the guest: its path on this host,
+    unless the agent mounts a file system over that directory, where it
+    would be hidden (a program built under /tmp, say): then under
+    HIDDEN_PREFIX, so that $ORIGIN-relative libraries still sit beside
+    their program."""
+    path = str(host.absolute())
+    if any(path == m or path.startswith(m + "/") for m in GUEST_MOUNTS):
+        return HIDDEN_PREFIX + path
+    return path
+
+
 def brought_files(path: str) -> dict[str, bytes]:
-    """A program brought by the user, its ELF interpreter and libraries,
-    at their paths on this host (the initramfs has no libraries)."""
+    """A program brought by the user, its ELF interpreter and libraries
+    (the initramfs has no libraries of its own), by guest path."""
     if not path:
         return {}
-    return {str(p.absolute()).lstrip("/"): p.read_bytes()
+    return {guest_path(p).lstrip("/"): p.read_bytes()
             for p in elf.closure(Path(path))}
 
 

@@ -112,3 +112,20 @@ def test_validate_names_the_program_key_and_the_problem(tmp_path) -> None:
                                          str(tmp_path / "bin" / "mine"))
     # A name without a '/' is still one of the lab's own programs.
     assert m.workloads["seq-seed"].path == ""
+
+
+def test_brought_files_avoid_what_the_agent_mounts_over(tmp_path) -> None:
+    from lab.guest import cellspec
+    prog = build(tmp_path, "$ORIGIN/lib")        # tmp_path is under /tmp
+    files = cellspec.brought_files(str(prog))
+    hidden = cellspec.HIDDEN_PREFIX.lstrip("/")
+    assert f"{hidden}{prog}" in files
+    assert f"{hidden}{tmp_path}/lib/libanswer.so" in files
+    # The interpreter and the system's libraries keep their own paths,
+    # where the guest's ld.so looks for them.
+    assert "lib64/ld-linux-x86-64.so.2" in files
+    assert "lib/x86_64-linux-gnu/libc.so.6" in files
+    assert files[f"{hidden}{prog}"] == prog.read_bytes()
+    assert cellspec.guest_path(Path("/opt/tools/usemem")) == \
+        "/opt/tools/usemem"
+    assert cellspec.guest_path(Path("/tmpfoo/x")) == "/tmpfoo/x"
