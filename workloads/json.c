@@ -4,6 +4,8 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "json.h"
 
@@ -142,4 +144,18 @@ void jw_null(struct jw *w, const char *key)
 {
 	jw_key(w, key);
 	fputs("null", w->f);
+}
+
+void jw_system(struct jw *w, uint64_t page_size, uint64_t mem_total,
+	       uint64_t swap_total)
+{
+	struct utsname u;
+
+	jw_obj_begin(w, "system");
+	jw_u64(w, "page_size", page_size);
+	jw_u64(w, "mem_total_bytes", mem_total);
+	jw_u64(w, "swap_total_bytes", swap_total);
+	jw_i64(w, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	jw_str(w, "kernel", uname(&u) ? "" : u.release);
+	jw_obj_end(w);
 }

@@ -32,5 +32,8 @@ void jw_str(struct jw *w, const char *key, const char *s);
 void jw_hex(struct jw *w, const char *key, uint64_t v);
 void jw_bool(struct jw *w, const char *key, bool v);
 void jw_null(struct jw *w, const char *key);
+/* "system": page size, memory and swap totals, CPUs, kernel release */
+void jw_system(struct jw *w, uint64_t page_size, uint64_t mem_total,
+	       uint64_t swap_total);
 
 #endif

@@ -7,7 +7,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,17 +164,8 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("swapbench: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return -1;
-}
+/* an option error: "swapbench: ...", and -1 */
+#define bad(fmt, ...) opt_error("swapbench", fmt, ##__VA_ARGS__)
 
 static int set_size(struct sb_group *g, enum sb_size kind, const char *arg)
 {

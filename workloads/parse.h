@@ -16,5 +16,8 @@ int parse_uint(const char *s, unsigned int hi, unsigned int *v);
 int parse_pos_double(const char *s, double hi, double *v);
 /* "4096", "64M", "1.5G", "4KiB", "2gb" (powers of 1024), above 0 */
 int parse_size(const char *s, double *bytes);
+/* "prog: message" on stderr; returns -1, for option parsers to return */
+int __attribute__((format(printf, 2, 3)))
+opt_error(const char *prog, const char *fmt, ...);
 
 #endif

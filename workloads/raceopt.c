@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,17 +93,8 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("swaprace: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return -1;
-}
+/* an option error: "swaprace: ...", and -1 */
+#define bad(fmt, ...) opt_error("swaprace", fmt, ##__VA_ARGS__)
 
 /* "dontneed,fork": a mask of enum race_op; -1 on an unknown name */
 static int parse_ops(const char *s, unsigned int *mask)

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -255,19 +254,6 @@ static void emit_config(struct jw *w, const struct sb_config *cfg)
 	jw_obj_end(w);
 }
 
-static void emit_system(struct jw *w, const struct sb_config *cfg)
-{
-	struct utsname u;
-
-	jw_obj_begin(w, "system");
-	jw_u64(w, "page_size", cfg->page_size);
-	jw_u64(w, "mem_total_bytes", cfg->mem_total);
-	jw_u64(w, "swap_total_bytes", cfg->swap_total);
-	jw_i64(w, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
-	jw_str(w, "kernel", uname(&u) ? "" : u.release);
-	jw_obj_end(w);
-}
-
 static void emit_task(struct jw *w, const struct sb_config *cfg,
 		      const struct sb_task *t, unsigned int idx)
 {
@@ -449,7 +435,7 @@ void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 	jw_u64(&w, "procs_io_killed", tot->io_killed);
 	jw_str(&w, "mode", mode_name(cfg->mode));
 	emit_config(&w, cfg);
-	emit_system(&w, cfg);
+	jw_system(&w, cfg->page_size, cfg->mem_total, cfg->swap_total);
 
 	jw_arr_begin(&w, "groups");
 	for (g = 0; g < cfg->ngroups; g++) {

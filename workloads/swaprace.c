@@ -31,7 +31,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1056,19 +1055,6 @@ static void emit_config(struct jw *w, const struct race_config *cfg)
 	jw_obj_end(w);
 }
 
-static void emit_system(struct jw *w, const struct race_config *cfg)
-{
-	struct utsname u;
-
-	jw_obj_begin(w, "system");
-	jw_u64(w, "page_size", cfg->page_size);
-	jw_u64(w, "mem_total_bytes", cfg->mem_total);
-	jw_u64(w, "swap_total_bytes", cfg->swap_total);
-	jw_i64(w, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
-	jw_str(w, "kernel", uname(&u) ? "" : u.release);
-	jw_obj_end(w);
-}
-
 static void emit_proc(struct jw *w, const struct race_config *cfg,
 		      const struct race_proc *rp, unsigned int i)
 {
@@ -1198,7 +1184,7 @@ static void report_json(const struct race_config *cfg,
 	jw_str(&w, "status", status_name(tot->status));
 	jw_i64(&w, "exit_code", exit_code);
 	emit_config(&w, cfg);
-	emit_system(&w, cfg);
+	jw_system(&w, cfg->page_size, cfg->mem_total, cfg->swap_total);
 	jw_obj_begin(&w, "total");
 	jw_str(&w, "status", status_name(tot->status));
 	jw_u64(&w, "procs", cfg->procs);
