@@ -87,7 +87,7 @@ def cell_spec(matrix: Matrix, cell: Cell, build: Build,
     scale = variant.timeout_scale
     return CellSpec(
         cell_id=cell.id, build=build, backend=matrix.backends[cell.backend],
-        guest=matrix.guest,
+        guest=matrix.guest_for(cell.workload),
         argv=[guest_path(Path(workload.path)) if workload.path else
               workload.program, *workload.args],
         out_dir=out_dir, timeout_s=math.ceil(workload.timeout_s * scale),

@@ -145,9 +145,13 @@ def testbed_slide(ra: RunAnswers, matrix: Matrix) -> Slide:
         for name, be in sorted(backends.items()))
     ok = sum(r.outcome == "ok" for r in records)
     g = matrix.guest
+    # A workload may boot with its own swap size: say what the cells had.
+    swaps = sorted({int(s) for s in (
+        (r.result.get("guest") or {}).get("swap_mib") for r in records)
+        if isinstance(s, int)}) or [g.swap_mib]
     notes = [testbed(records),
              f"Guest: {g.memory_mib} MiB RAM, {g.vcpus} vCPUs, "
-             f"{g.swap_mib} MiB swap, {g.firmware}.",
+             f"{' or '.join(map(str, swaps))} MiB swap, {g.firmware}.",
              f"Cells: {ok} of {len(records)} passed; "
              f"{_duration(records)}."]
     notes += bypass_notes(records)

@@ -93,7 +93,7 @@ def inputs_hash(matrix: Matrix, cell: Cell, build_key: str,
     variant = matrix.variants[cell.variant]
     backend = matrix.backends[cell.backend]
     workload = matrix.workloads[cell.workload]
-    g = matrix.guest
+    g = matrix.guest_for(cell.workload)
     doc: dict[str, Any] = {
         "build_key": build_key,
         "variant": {"cmdline": variant.cmdline, "sysfs": variant.sysfs,

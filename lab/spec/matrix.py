@@ -257,10 +257,12 @@ def _workload(name: str, node: Node) -> Workload:
         if tnode else 600
     trace_node = fields.get("trace")
     output, rules = output_and_rules(fields, program)
+    snode = fields.get("swap")
     workload = Workload(name, program, tuple(args), timeout,
                         _sysfs(fields), _sysctl(fields),
                         as_bool(trace_node) if trace_node else False,
-                        output, rules, path)
+                        output, rules, path,
+                        as_size_mib(snode) if snode else 0)
     fields.done()
     return workload
 
@@ -297,6 +299,9 @@ def _submatrix(name: str, node: Node, dims: dict[str, dict],
         if child is None:
             return tuple(dims[dim])
         names = as_names(child, f"a {dim} name")
+        if not names:
+            raise child.error(f"'{dim}s' is empty; expected at least one "
+                              f"{dim} name")
         for i, n in enumerate(names):
             if n not in dims[dim]:
                 at = child.value[i] if isinstance(child.value, list) \

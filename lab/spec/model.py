@@ -191,6 +191,10 @@ class Workload:
     # A program given as a path (brought by the user): where it is on
     # this host, absolute; "" for the lab's own, in workloads/build.
     path: str = dataclasses.field(default="", metadata=SINCE_STUDIES)
+    # The swap size this workload's cells boot with, overriding the
+    # guest's (MiB; 0 keeps the guest's): a fill that must swap out long
+    # enough for a steady rate needs more swap than the other workloads.
+    swap_mib: int = dataclasses.field(default=0, metadata=SINCE_STUDIES)
 
 
 @dataclass(frozen=True)
@@ -278,6 +282,13 @@ class Matrix:
                               f"no sub-matrix named '{name}'; this file "
                               f"has: {', '.join(self.matrices)}")
         return self.matrices[name]
+
+    def guest_for(self, workload: str) -> Guest:
+        """The guest a workload's cells boot: the matrix's, with the
+        workload's own swap size where it sets one."""
+        swap = self.workloads[workload].swap_mib
+        return dataclasses.replace(self.guest, swap_mib=swap) if swap \
+            else self.guest
 
     def study_digest(self, name: str) -> str:
         """A digest of what a run of sub-matrix `name` measures and

@@ -211,6 +211,11 @@ def test_order_seed_is_declared_or_derived(tmp_path: Path) -> None:
      "only with a device model (model: ssd)"),
     ("    variants: [base, readahead]", "    variants: [base, ghost]",
      "[base, ghost]", "matrices.quick.variants[1]", "unknown variant 'ghost'"),
+    ("    variants: [base, readahead]", "    variants: []",
+     "variants: []", "matrices.quick.variants",
+     "'variants' is empty; expected at least one variant name"),
+    ("    timeout: 120", "    timeout: 120\n    swap: 1.5G", "swap: 1.5G",
+     "workloads.thp.swap", "expected a size in whole MiB"),
     ("  vcpus: 2", "  vcpus: [2]", "vcpus: [2]", "guest.vcpus",
      "expected a vCPU count, found a list"),
     ("      - {variant: base, backend: nvme, workload: seq, repeat: 1}",
@@ -343,3 +348,12 @@ def test_a_sub_matrix_may_name_its_own_baseline(tmp_path):
     assert m.sub("full").baseline is None and m.baseline == "base"
     n = len(m.cells("quick"))
     assert f"  quick: {n} cells, baseline 'readahead'" in describe(m)
+
+
+def test_a_workload_may_boot_with_its_own_swap_size(tmp_path: Path) -> None:
+    text = GOOD.replace("    timeout: 120", "    timeout: 120\n    swap: 2G")
+    matrix = load_matrix(make_tree(tmp_path, text))
+    assert matrix.workloads["thp"].swap_mib == 2048
+    assert matrix.guest_for("thp").swap_mib == 2048
+    assert matrix.guest_for("seq") == matrix.guest
+    assert matrix.guest_for("thp").memory_mib == matrix.guest.memory_mib

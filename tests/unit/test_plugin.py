@@ -102,8 +102,10 @@ def test_a_study_resumes_across_edits_that_leave_it_alone(
     ("    metric: swapbench.fg.latency.avg_us\n    better: lower\n"
      "    delta: 10%", "    metric: swapbench.fg.latency.avg_us\n"
      "    better: lower\n    delta: 5%"),
-    ("    repeats: 3\n    max_repeats: 12\n",
-     "    repeats: 4\n    max_repeats: 12\n"),
+    ("    repeats: 3\n    max_repeats: 12\n    look_every: 3\n"
+     "    budget: 100m\n",
+     "    repeats: 4\n    max_repeats: 12\n    look_every: 3\n"
+     "    budget: 100m\n"),
 ])
 def test_a_changed_study_starts_a_new_run(tmp_path, old: str,
                                           new: str) -> None:

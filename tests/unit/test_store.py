@@ -303,3 +303,17 @@ def test_inputs_hash_tells_a_traced_workload_apart(matrix):
     finally:
         matrix.workloads["seq"] = dataclasses.replace(traced, trace=False)
     assert inputs_hash(matrix, base, "key1") == before
+
+
+def test_inputs_hash_counts_a_workload_swap_size(matrix):
+    """A workload that boots with its own swap size measures something
+    else; one that keeps the guest's keeps its hash."""
+    base = Cell(1, "base", "nvme", "seq")
+    before = inputs_hash(matrix, base, "key1")
+    seq = matrix.workloads["seq"]
+    matrix.workloads["seq"] = dataclasses.replace(seq, swap_mib=2048)
+    try:
+        assert inputs_hash(matrix, base, "key1") != before
+    finally:
+        matrix.workloads["seq"] = seq
+    assert inputs_hash(matrix, base, "key1") == before
