@@ -290,8 +290,10 @@ def claims_section(rows: Sequence[ans.Answer],
     for a in cited:
         c = a.question.claim
         assert c is not None
-        why = "; ".join(t for t in (c.note, measured_text(a, values or {}))
-                        if t)
+        why = "; ".join(t for t in (
+            c.note, measured_text(a, values or {}),
+            c.unmeasurable and f"not measurable here: {c.unmeasurable}")
+            if t)
         out.append("| " + " | ".join((
             a.question.name, a.backend, c.source, claimed_text(c),
             change_text(a), f"{a.n_ref}/{a.n_cand}", direction(a),

@@ -109,6 +109,8 @@ class Observed:
     # /sys/kernel/mm files the agent read before and after (path: text)
     sysfs_before: dict[str, str] = dataclasses.field(default_factory=dict)
     sysfs_after: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the workload processes' getrusage (children): CPU seconds, faults
+    rusage: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def observed(result: Mapping[str, Any]) -> Observed:
@@ -130,7 +132,8 @@ def observed(result: Mapping[str, Any]) -> Observed:
         trace=result.get("trace"),
         parsed=run.get("parsed") or {},
         sysfs_before=before.get("sysfs") or {},
-        sysfs_after=after.get("sysfs") or {})
+        sysfs_after=after.get("sysfs") or {},
+        rusage=run.get("rusage") or {})
 
 
 def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
@@ -152,6 +155,7 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
             out[f"meminfo.{name}"] = Metric(obs.meminfo_after[name], "KiB",
                                             NEUTRAL)
     out.update(_diskstats(obs.diskstats_delta))
+    out.update(_per_page(obs, out))
     if obs.trace and obs.trace.get("count"):
         out.update(_trace(obs.trace))
     return out
@@ -334,7 +338,36 @@ def _diskstats(delta: Mapping[str, int]) -> dict[str, Metric]:
             # Average IO size shows whether a THP went out as one 2 MiB IO.
             out[f"diskstats.kib_per_{kind}"] = Metric(sectors / 2 / ios,
                                                       "KiB", NEUTRAL)
+            busy = delta.get(f"{kind}_ms")
+            if busy is not None:
+                # The device's time per IO, queueing included: a seek
+                # model's cost of smaller, interleaved reads shows here.
+                out[f"diskstats.ms_per_{kind}"] = Metric(busy / ios, "ms",
+                                                         NEUTRAL)
     return out
+
+
+def _per_page(obs: Observed, out: Mapping[str, Metric]
+              ) -> dict[str, Metric]:
+    """Costs per page swapped, for explaining a result rather than
+    judging it: what a swapped page costs in device reads and in the
+    workload's kernel CPU time."""
+    per: dict[str, Metric] = {}
+    pswpin, pswpout = out.get("vmstat.pswpin"), out.get("vmstat.pswpout")
+    reads = obs.diskstats_delta.get("reads")
+    if pswpin and pswpin.value > 0 and reads is not None:
+        # Readahead that overlaps reads rather than saving them leaves
+        # this unchanged while major faults fall.
+        per["diskstats.reads_per_gib_in"] = Metric(
+            reads * GIB / (pswpin.value * PAGE), "IOs/GiB", NEUTRAL)
+    stime = obs.rusage.get("stime_s")
+    if pswpout and pswpout.value > 0 and isinstance(stime, (int, float)):
+        # The workload's system time (its direct reclaim included, not
+        # kswapd's) per page it pushed out: under TCG the kernel's CPU
+        # work, not the device, bounds a fill's swap-out rate.
+        per["rusage.stime_us_per_page_out"] = Metric(
+            stime * 1e6 / pswpout.value, "us/page", LOWER)
+    return per
 
 
 def _trace(trace: Mapping[str, Any]) -> dict[str, Metric]:

@@ -99,6 +99,9 @@ class Claim:
     # metrics that show why the lab may differ (a readahead hit ratio,
     # the length of the steady swap-out): each arm's median is shown
     explain: tuple[str, ...] = ()
+    # what this testbed cannot measure of the difference, and why (the
+    # report says "not measurable here: ...")
+    unmeasurable: str = ""
 
 
 

@@ -20,6 +20,7 @@ its better direction, and the smallest effect that matters (`delta`).
           figures:                     # its other figures: reported
             swapbench.main.latency.p90_us: 158 -> 8    # beside, not tested
           explain: [vmstat.swap_ra_hit_ratio]   # each arm's median shown
+          unmeasurable: "4 processes on 32 GiB: this machine has 2 cores"
 
 Validation proves the comparison is clean: the candidate differs from the
 reference only by the named series (same tree, fragments, boot and
@@ -98,9 +99,11 @@ def _claim(node: Node) -> Claim:
     enode = fields.get("explain")
     explain = tuple(as_list(enode, _metric, "metric names")) if enode \
         else ()
+    unode = fields.get("unmeasurable")
+    unmeasurable = as_str(unode, "a sentence") if unode else ""
     fields.done()
     return Claim(source, float(m.group(1)) if m else None, note, figures,
-                 explain)
+                 explain, unmeasurable)
 
 
 def as_duration_s(node: Node) -> int:

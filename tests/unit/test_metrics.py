@@ -72,6 +72,9 @@ def test_vmstat_deltas_and_ratio():
     per_gib = m["vmstat.pgmajfault_per_gib_in"]
     assert per_gib.value == pytest.approx(62472.85, abs=0.01)
     assert per_gib.better == LOWER
+    reads = res["delta"]["diskstats"]["reads"]
+    assert m["diskstats.reads_per_gib_in"].value == pytest.approx(
+        reads / (510077 * 4096 / (1 << 30)))
 
 
 def test_prefixed_counters_are_kept():
@@ -102,6 +105,9 @@ def test_diskstats_and_meminfo():
     assert m["diskstats.writes"].value == d["writes"]
     assert m["diskstats.kib_per_write"].value == pytest.approx(
         d["sectors_written"] / 2 / d["writes"])
+    assert m["diskstats.ms_per_write"].value == pytest.approx(
+        d["write_ms"] / d["writes"])
+    assert "rusage.stime_us_per_page_out" not in m     # no rusage kept
     assert m["meminfo.SwapCached"].value == \
         res["after"]["meminfo_kb"]["SwapCached"]
     assert m["swapbench.fill.bytes_per_s"].headline
@@ -212,3 +218,20 @@ def test_mthp_statistics_of_enabled_sizes_from_a_real_6_12_cell() -> None:
     base = path.with_name("base-nvme-thp-swpout-rate-r1.json")
     assert not any(k.startswith("mthp.") for k in cell_metrics(
         json.loads(base.read_text())["result"]))
+
+
+def test_kernel_cpu_per_page_swapped_out_from_a_real_seeds_cell():
+    # Stage 2 against base on NVMe in the seeds study's second run: the
+    # fill's system time per page written to swap.
+    raw = REPO / "reports" / "20261206-114034-seeds" / "raw"
+    per_page = {}
+    for variant in ("base", "thp-stage2"):
+        res = json.loads((raw / f"{variant}-nvme-thp-swpout-rate-r1.json")
+                         .read_text())["result"]
+        m = cell_metrics(res)
+        stime = res["workload"]["rusage"]["stime_s"]
+        assert m["rusage.stime_us_per_page_out"].value == pytest.approx(
+            stime * 1e6 / m["vmstat.pswpout"].value)
+        assert m["rusage.stime_us_per_page_out"].better == LOWER
+        per_page[variant] = m["rusage.stime_us_per_page_out"].value
+    assert per_page["thp-stage2"] < per_page["base"] / 2

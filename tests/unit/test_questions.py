@@ -204,6 +204,7 @@ CLAIM = """\
       source: "001: average swap-in latency, sequential"
       change: -70%
       note: the seed ran 4 processes
+      unmeasurable: 32 GiB of RAM; the guest has 256 MiB
       figures:
         swapbench.main.latency.p90_us: 158 -> 8
         swapbench.main.latency.p50_us: 0 -> 1.5
@@ -219,6 +220,7 @@ def test_claim_is_read(tmp_path: Path) -> None:
     assert (c.source, c.change_pct, c.note) == (
         "001: average swap-in latency, sequential", -70.0,
         "the seed ran 4 processes")
+    assert c.unmeasurable == "32 GiB of RAM; the guest has 256 MiB"
     p90, p50 = c.figures
     assert (p90.metric, p90.reference, p90.candidate) == (
         "swapbench.main.latency.p90_us", 158.0, 8.0)
@@ -245,6 +247,8 @@ def test_a_question_the_source_left_open(tmp_path: Path) -> None:
      "when"),
     ("      source: \"001: average swap-in latency, sequential\"\n", "",
      "source"),
+    ("      unmeasurable: 32 GiB of RAM; the guest has 256 MiB\n",
+     "      unmeasurable: [32]\n", "expected a sentence"),
     ("158 -> 8", "158 to 8", "reference then candidate, such as 158 -> 8"),
     ("158 -> 8", "-158 -> 8", "reference then candidate"),
     ("swapbench.main.latency.p90_us:", "p90:", "a dotted metric name"),

@@ -96,6 +96,14 @@ def test_the_claims_explain_metrics_show_each_arms_median(quiet,
     [row] = [line for line in verdicts.claims_section([a], {}, quiet.values)
              if line.startswith("| ra-seq |")]
     assert row.endswith("| 4 processes there; " + text + " |")
+    # What the testbed cannot measure comes last, said as such.
+    a = dataclasses.replace(a, question=dataclasses.replace(
+        a.question, claim=dataclasses.replace(
+            a.question.claim, unmeasurable="16 CPUs; this host has 2")))
+    [row] = [line for line in verdicts.claims_section([a], {}, quiet.values)
+             if line.startswith("| ra-seq |")]
+    assert row.endswith("| 4 processes there; " + text + "; not measurable "
+                        "here: 16 CPUs; this host has 2 |")
 
 
 def test_reference_kernels_stand_under_each_claim(quiet, ra_seq) -> None:
