@@ -8,7 +8,7 @@ paths, procs and progress):
     kernel     tree + patches + config -> kernel build
     guest      initramfs with workloads -> QEMU with a backend -> frame
     calibrate  time dilation of the device models
-    results    result store -> metrics -> statistics
+    results    result store -> metrics -> statistics -> answers
     session    a sub-matrix as a pytest session, one cell per item
     report     tables, figures, slides, upstream-first ranking
 """

@@ -21,10 +21,8 @@ from pathlib import Path
 
 from lab import procs
 from lab.cache import cache_root, locked
-from lab.calibrate import dilation
 from lab.errors import LabError
 from lab.guest import cellspec
-from lab.guest import runner
 from lab.kernel.build import BuildFailed, Builder
 from lab.paths import REPO
 from lab.progress import Progress
@@ -310,6 +308,10 @@ def _stop(session: subprocess.Popen, signum: int) -> None:
 
 
 def _boot(args: argparse.Namespace) -> int:
+    # The guest stage is loaded by the command that boots, as the report
+    # stage is by 'report': other commands start without it.
+    from lab.calibrate import dilation
+    from lab.guest import runner
     matrix = load_matrix(args.file)
     if args.variant not in matrix.variants:
         raise LabError(f"unknown variant '{args.variant}'; {matrix.file} "
@@ -373,13 +375,14 @@ def _report(args: argparse.Namespace) -> int:
 def _answers(args: argparse.Namespace) -> int:
     from lab.report import verdicts
     from lab.results.replication import RunAnswers, replicate
+    from lab.results.runmatrix import run_matrix
     if args.results:
         runs = [open_results_dir(Path(d)) for d in args.results.split(",")]
     else:
         st = Store(cache_root(args.cache))
         refs = args.runs.split(",") if args.runs else [args.run]
         runs = [st.open(ref.strip()) for ref in refs]
-    answered = [RunAnswers.of(run) for run in runs]
+    answered = [RunAnswers.of(run, run_matrix(run)) for run in runs]
     if len(answered) == 1:
         print(verdicts.markdown(answered[0]), end="")
         return 0

@@ -37,7 +37,7 @@ from lab.errors import LabError
 from lab.guest import cellspec
 from lab.guest import devices, runner
 from lab.guest.accel import Accel
-from lab.kernel.build import Build
+from lab.kernel.artifact import Build
 from lab.spec.model import Backend, Guest
 
 KEY = "load_ns_per_word"

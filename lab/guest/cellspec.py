@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import elf
-from lab.guest import backends
-from lab.kernel.build import Build
+from lab.kernel.artifact import Build
 from lab.paths import REPO
 from lab.spec.model import Backend, Cell, Guest, Matrix, ParseRule
 
@@ -120,23 +119,3 @@ def brought_files(path: str) -> dict[str, bytes]:
         return {}
     return {guest_path(p).lstrip("/"): p.read_bytes()
             for p in elf.closure(Path(path))}
-
-
-def config_items(spec: CellSpec, setup: backends.Setup
-                 ) -> list[tuple[str, str]]:
-    items: list[tuple[str, str]] = [("cell", spec.cell_id),
-                                    ("device", setup.device),
-                                    ("swap_kib", str(spec.guest.swap_mib
-                                                     * 1024))]
-    items += list(setup.agent)
-    items += [(f"sysfs.{k}", v) for k, v in spec.sysfs.items()]
-    items += [(f"sysctl.{k}", v) for k, v in spec.sysctl.items()]
-    items += [("arg", a) for a in spec.argv]
-    items.append(("timeout_s", str(spec.timeout_s)))
-    if spec.interactive:
-        items.append(("interactive", "1"))
-    if spec.trace:
-        items.append(("trace", "1"))
-    if spec.test:
-        items.append(("test", spec.test))
-    return items

@@ -42,8 +42,7 @@ from lab import procs
 from lab.errors import LabError
 from lab.guest import initramfs
 from lab.paths import REPO
-from lab.spec.swapdev import FAULT_RATES, MODELS
-from lab.spec.model import Backend, Guest
+from lab.spec.model import FAULT_RATES, MODELS, Backend, Guest
 
 DEVMODEL_DIR = REPO / "lab" / "devmodel"
 FILTER = DEVMODEL_DIR / "build" / "devmodel.so"

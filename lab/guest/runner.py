@@ -27,10 +27,32 @@ from lab.guest import accel as accel_mod
 from lab.guest import backends, devices, hostload, initramfs, qemu
 from lab.guest.guestlog import Console, strip_klog
 from lab.guest.verdict import build_result, classify
-from lab.kernel.build import Build
+from lab.kernel.artifact import Build
 from lab.spec.model import Backend, Guest, Variant
-from lab.guest.cellspec import (CellResult, CellSpec, WORKLOADS_BUILD,
-                                config_items)
+from lab.guest.cellspec import CellResult, CellSpec, WORKLOADS_BUILD
+
+
+def config_items(spec: CellSpec, setup: backends.Setup
+                 ) -> list[tuple[str, str]]:
+    """The guest agent's configuration for a cell on a prepared backend
+    (key, value pairs, in the order the agent reads them)."""
+    items: list[tuple[str, str]] = [("cell", spec.cell_id),
+                                    ("device", setup.device),
+                                    ("swap_kib", str(spec.guest.swap_mib
+                                                     * 1024))]
+    items += list(setup.agent)
+    items += [(f"sysfs.{k}", v) for k, v in spec.sysfs.items()]
+    items += [(f"sysctl.{k}", v) for k, v in spec.sysctl.items()]
+    items += [("arg", a) for a in spec.argv]
+    items.append(("timeout_s", str(spec.timeout_s)))
+    if spec.interactive:
+        items.append(("interactive", "1"))
+    if spec.trace:
+        items.append(("trace", "1"))
+    if spec.test:
+        items.append(("test", spec.test))
+    return items
+
 
 def _initrd(spec: CellSpec, cache: Path, setup: backends.Setup,
             dest: Path) -> Path:

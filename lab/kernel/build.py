@@ -20,7 +20,7 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
 
@@ -28,6 +28,7 @@ from lab import procs
 from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.kernel import debian, kconfig, tree
+from lab.kernel.artifact import Build
 from lab.progress import Progress
 from lab.spec.model import Matrix, Variant
 
@@ -36,30 +37,6 @@ RECIPE = "swaplab-build-1"
 OBJDIR = ".swaplab-obj"
 ERROR_RE = re.compile(r"(error|Error \d+|undefined reference|"
                       r"No rule to make target)")
-
-
-@dataclass(frozen=True)
-class Build:
-    """A finished kernel build, as recorded in its meta.json."""
-    variant: str
-    key: str
-    release: str
-    tree: str
-    tree_version: str
-    commit: str
-    patches: list[dict[str, str]]
-    config_sha256: str
-    compiler: str
-    seconds: float
-    directory: str
-
-    @property
-    def bzimage(self) -> Path:
-        return Path(self.directory) / "bzImage"
-
-    @property
-    def config(self) -> Path:
-        return Path(self.directory) / "config"
 
 
 class BuildFailed(LabError):

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-from lab.report.tables import Source
 from lab.results.metrics import LOWER, Samples, gather
 from lab.results.stats import Change, Row, analyze
-from lab.results.store import CellRecord, Run
+from lab.results.record import CellRecord
+from lab.results.store import Run, Source
 
 # swapbench's group names: the measured group of each mode (combined mode's
 # background group only makes the pressure, "total" mixes the two).
@@ -209,3 +209,31 @@ def headline(rows: Sequence[Row], baseline: str) -> str:
     return (f"{repeats}, nothing judged against {baseline}; largest change "
             f"seen: {big.variant} {what(big)} on {big.backend} "
             f"{pct_text(big_pct)} (unjudged)")
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The change from `without` to `with_` on one measured key."""
+    with_: str
+    without: str
+    workload: str
+    backend: str
+    metric: str
+    better: str
+    n: tuple[int, int]                  # repeats: without, with
+    change: Change
+
+    def text(self) -> str:
+        c = self.change
+        where = f"{what(self)} on {self.workload}/{self.backend}"
+        if c.pct is None:
+            return f"{where}: no comparison (baseline mean 0)"
+        ci = f" [{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None else ""
+        return (f"{where}: {pct_text(c.pct)}{ci} "
+                f"{VERDICT_TEXT.get(c.verdict, c.verdict)} "
+                f"({self.with_} vs {self.without}, n={self.n[1]} vs "
+                f"{self.n[0]})")
+
+
+# Verdicts as prose: a bare "ns" after a latency reads as nanoseconds.
+VERDICT_TEXT = {"ns": "not significant", "n<3": "not judged (n<3)"}

@@ -17,15 +17,15 @@ import html
 import statistics
 from typing import Iterable, Mapping, Sequence
 
-from lab.report.slides import Slide
+from lab.report.slide import Slide
 from lab.report.verdicts import (change_text, claimed_text, direction,
                                  magnitude, order_effects, order_text,
                                  p_text, pct, testbed, verdict_text)
 from lab.results import answers as ans
 from lab.results.metrics import Metric, cell_metrics, gather
 from lab.results.pieces import pieces
+from lab.results.record import CellRecord
 from lab.results.replication import RunAnswers
-from lab.results.store import CellRecord
 from lab.spec.model import Matrix
 
 e = html.escape

@@ -12,8 +12,7 @@ import html
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from lab.report.analysis import what
-from lab.report.upstream import Effect
+from lab.report.analysis import Effect, what
 
 e = html.escape
 

@@ -18,8 +18,7 @@ import matplotlib.pyplot as plt
 from lab.report.analysis import Results
 from lab.report.figures import Figure, colours_of, finish
 from lab.results.metrics import GIB, PAGE
-from lab.results.record import complaints, workload_doc
-from lab.results.store import CellRecord
+from lab.results.record import CellRecord, complaints, workload_doc
 
 
 @dataclass

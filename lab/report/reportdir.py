@@ -21,11 +21,13 @@ from lab.report.answerdeck import answer_slides
 from lab.report.catalogue import write_catalogue, write_record
 from lab.report.analysis import Results
 from lab.report.figures import Figure, write_figures
-from lab.report.slides import Slide, write_deck
+from lab.report.slide import Slide
+from lab.report.slides import write_deck
 from lab.report.tables import write_report
 from lab.report.upstream import html_page, markdown, recommend
 from lab.results.replication import RunAnswers, replicate
-from lab.results.store import Run, run_matrix
+from lab.results.runmatrix import run_matrix
+from lab.results.store import Run
 
 # (question, backend) -> "yes" or "no (why)": replicated in other runs
 Marks = Mapping[tuple[str, str], str]
@@ -68,7 +70,8 @@ def write_replication(ra: RunAnswers | None, others: Sequence[Run],
     backend)'s "replicated" mark; none without other runs."""
     if ra is None or not others:
         return {}, []
-    reps = replicate([ra, *(RunAnswers.of(o) for o in others)])
+    reps = replicate([ra, *(RunAnswers.of(o, run_matrix(o))
+                            for o in others)])
     atomic_write(out / "replication.md", verdicts.replication_markdown(reps))
     return verdicts.replication_marks(reps), [out / "replication.md"]
 

@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from lab.cache import atomic_write
-from lab.report.analysis import gain, Results, what
+from lab.report.analysis import Effect, gain, Results, what
 from lab.report.figures import Figure
 from lab.report.columns import Item, effect_items, num, pages, render, room
 from lab.report.pdf import print_pdf
+from lab.report.slide import Slide
 from lab.report.tables import LEGEND, pivots
 from lab.results.stats import CONFIDENCE
-from lab.report.upstream import (Candidate, Effect, Recommendation, evidence,
-                          verdict)
+from lab.report.upstream import (Candidate, Recommendation, evidence,
+                                 verdict)
 
 e = html.escape
 
@@ -75,14 +75,6 @@ h3 { font-size: 18px; line-height: 24px; margin: 4px 0 6px }
 p.pair { font-size: 15px; line-height: 20px; margin: 2px 0 4px; color: #444 }
 p.note { font-size: 15px; line-height: 20px; margin: 4px 0 }
 """
-
-
-@dataclass(frozen=True)
-class Slide:
-    key: str                # stable id: tests and anchors use it
-    title: str
-    body: str               # HTML
-    claim: str = ""         # the slide's one idea, in a sentence
 
 
 def _data_uri(fig: Figure) -> str:

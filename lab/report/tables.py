@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -17,7 +16,7 @@ from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.results.metrics import HIGHER, LATENCY_FIELDS, LOWER, gather
 from lab.results.stats import BOOTSTRAP_MIN_N, CONFIDENCE, MIN_N, Row, analyze
-from lab.results.store import Run
+from lab.results.store import Run, Source
 
 MARK_SIGNIFICANT, MARK_FEW = "*", "?"
 LEGEND = (f"{MARK_SIGNIFICANT} significant: the {CONFIDENCE:.0%} confidence "
@@ -27,45 +26,6 @@ LEGEND = (f"{MARK_SIGNIFICANT} significant: the {CONFIDENCE:.0%} confidence "
 BACKSLASH = "\\"
 SEED_PERCENTILES = ("p50_us", "p60_us", "p70_us", "p80_us", "p90_us",
                     "p95_us", "p99_us")
-
-
-@dataclass(frozen=True)
-class Source:
-    """What every table says it rests on."""
-    run_id: str
-    matrix_file: str
-    matrix_sha256: str
-    submatrix: str
-    baseline: str
-    repeats: int
-    variants: tuple[str, ...]
-    backends: tuple[str, ...]
-    workloads: tuple[str, ...]
-
-    @classmethod
-    def of(cls, run: Run) -> "Source":
-        m = run.manifest["matrix"]
-        return cls(run.id, Path(m["file"]).name, m["sha256"], m["submatrix"],
-                   m["baseline"], m["repeats"], tuple(m["variants"]),
-                   tuple(m["backends"]), tuple(m["workloads"]))
-
-    @property
-    def compared(self) -> bool:
-        """Whether the run has its baseline variant: without it (a
-        sub-matrix that leaves the baseline out, such as a debug run) the
-        tables show each variant's own values and no %change."""
-        return self.baseline in self.variants
-
-    def no_baseline(self) -> str:
-        return (f"No comparison: the baseline variant '{self.baseline}' is "
-                f"not in sub-matrix {self.submatrix}; cells are means with "
-                "their coefficient of variation")
-
-    def line(self) -> str:
-        return (f"matrix {self.matrix_file} (sha256 {self.matrix_sha256[:12]}"
-                f"), sub-matrix {self.submatrix}, run {self.run_id}, "
-                f"{self.repeats} repeat{'s' if self.repeats != 1 else ''} "
-                f"planned")
 
 
 def _shown(rows: Sequence[Row], all_metrics: bool) -> list[str]:

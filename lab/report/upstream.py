@@ -27,38 +27,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from lab.report.analysis import gain, pct_text, Results, what
+from lab.report.analysis import Effect, gain, pct_text, Results, what
 from lab.results.record import complaints
 from lab.results.stats import Change, compare
 from lab.spec.model import Matrix, Variant
-
-
-@dataclass(frozen=True)
-class Effect:
-    """The change from `without` to `with_` on one measured key."""
-    with_: str
-    without: str
-    workload: str
-    backend: str
-    metric: str
-    better: str
-    n: tuple[int, int]                  # repeats: without, with
-    change: Change
-
-    def text(self) -> str:
-        c = self.change
-        where = f"{what(self)} on {self.workload}/{self.backend}"
-        if c.pct is None:
-            return f"{where}: no comparison (baseline mean 0)"
-        ci = f" [{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None else ""
-        return (f"{where}: {pct_text(c.pct)}{ci} "
-                f"{VERDICT_TEXT.get(c.verdict, c.verdict)} "
-                f"({self.with_} vs {self.without}, n={self.n[1]} vs "
-                f"{self.n[0]})")
-
-
-# Verdicts as prose: a bare "ns" after a latency reads as nanoseconds.
-VERDICT_TEXT = {"ns": "not significant", "n<3": "not judged (n<3)"}
 
 
 @dataclass

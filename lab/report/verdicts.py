@@ -10,10 +10,10 @@ from typing import Iterable, Mapping, Sequence
 
 from lab.results import answers as ans
 from lab.results import record
+from lab.results.record import CellRecord
 from lab.results.order import OrderEffect, order_effect
 from lab.results.pieces import pieces, pieces_text
 from lab.results.replication import Replication, RunAnswers
-from lab.results.store import CellRecord
 from lab.spec.model import Claim, Figure
 
 METHOD = (

@@ -1,1 +1,2 @@
-"""Stage 5: the result store, metric extraction and statistics."""
+"""Stage 5: the result store, metric extraction, statistics, and the
+answers to a run's questions (verdicts, pieces, replication)."""

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from lab.results import record
-from lab.results.store import CellRecord
+from lab.results.metricinfo import HIGHER, LOWER, NEUTRAL, Key, MetricInfo
+from lab.results.record import CellRecord
 
-HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
 GIB = 1 << 30
 PAGE = 4096         # the guest's page size (x86-64), for pswpin/pswpout
 
@@ -73,16 +73,6 @@ VMSTAT_PREFIXES = ("swap_ra_", "thp_swpout_", "thp_swpin_fallback_")
 MEMINFO_AFTER = ("SwapCached", "AnonHugePages")
 
 
-Key = tuple[str, str, str, str]      # workload, backend, metric, variant
-
-
-@dataclass(frozen=True)
-class MetricInfo:
-    unit: str
-    better: str             # HIGHER | LOWER | NEUTRAL
-    headline: bool
-
-
 @dataclass(frozen=True)
 class Metric:
     value: float
@@ -111,6 +101,7 @@ class Observed:
     sysfs_after: dict[str, str] = dataclasses.field(default_factory=dict)
     # the workload processes' getrusage (children): CPU seconds, faults
     rusage: dict[str, float] = dataclasses.field(default_factory=dict)
+    wall_s: float | None = None     # the workload process, start to exit
 
 
 def observed(result: Mapping[str, Any]) -> Observed:
@@ -133,7 +124,8 @@ def observed(result: Mapping[str, Any]) -> Observed:
         parsed=run.get("parsed") or {},
         sysfs_before=before.get("sysfs") or {},
         sysfs_after=after.get("sysfs") or {},
-        rusage=run.get("rusage") or {})
+        rusage=run.get("rusage") or {},
+        wall_s=run.get("wall_s"))
 
 
 def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
@@ -367,6 +359,11 @@ def _per_page(obs: Observed, out: Mapping[str, Metric]
         # work, not the device, bounds a fill's swap-out rate.
         per["rusage.stime_us_per_page_out"] = Metric(
             stime * 1e6 / pswpout.value, "us/page", LOWER)
+    if isinstance(stime, (int, float)) and obs.wall_s:
+        # How many CPUs the workload's kernel work kept busy: near the
+        # guest's vCPU count, the kernel's CPU time bounds the workload.
+        per["rusage.kernel_cpus"] = Metric(stime / obs.wall_s, "CPUs",
+                                           NEUTRAL)
     return per
 
 

@@ -20,8 +20,8 @@ from typing import Iterable, Sequence
 from scipy import stats as sps
 
 from lab.results.metrics import cell_metrics
-from lab.results.replication import seconds
-from lab.results.store import CellRecord
+from lab.results.record import CellRecord
+from lab.results.store import seconds
 
 # A gap this long between one cell's end and the next one's start means a
 # new session (a resumed run): the host's caches may have gone cold.

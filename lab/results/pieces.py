@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from lab.results.replication import seconds
-from lab.results.store import CellRecord
+from lab.results.record import CellRecord
+from lab.results.store import seconds
 
 # A pause this long between two cells is another piece: longer than any
 # cell, its build or an adaptive round's planning.

@@ -2,7 +2,11 @@
 pieces that the session's checks and the reports both need."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
+
+from lab.spec.model import Cell
 
 
 KERNEL_COMPLAINTS = ("warn", "bug", "oops", "panic", "kasan", "lockdep",
@@ -36,3 +40,26 @@ def complaints(result: Mapping[str, Any]) -> dict[str, int]:
     counts = {name: (flags.get(name) or {}).get("count") or 0
               for name in KERNEL_COMPLAINTS}
     return {name: n for name, n in counts.items() if n}
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """One loaded cell file."""
+    path: Path
+    cell: Cell
+    inputs_hash: str
+    provenance: dict[str, Any]
+    result: dict[str, Any]
+
+    @property
+    def outcome(self) -> str:
+        return self.result.get("outcome", "failed")
+
+    @property
+    def finished(self) -> bool:
+        # A lab-error is the host's or the lab's fault, not a measurement,
+        # and so is a cell measured while other work took the host's CPU
+        # (set aside by the statistics): neither counts as done, so a
+        # resumed run measures it again.
+        return self.result.get("reason") != "lab-error" and \
+            not host_busy(self.result)

@@ -1,6 +1,6 @@
 """A run's answers, and the same questions across runs.
 
-`RunAnswers.of(run)` reads a stored run (or a committed directory of raw
+`RunAnswers.of(run, matrix)` reads a stored run (or a committed directory of raw
 cell results) and answers the questions its sub-matrix declared, with
 the design it was run under. `replicate` sets runs side by side: each
 run's estimate, their heterogeneity (Cochran's Q and I^2 on the log
@@ -10,10 +10,8 @@ from at least two runs started REPLICATION_GAP_S apart.
 """
 from __future__ import annotations
 
-import calendar
 import dataclasses
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -22,7 +20,8 @@ from scipy import stats as sps
 from lab.errors import LabError
 from lab.results import answers as ans
 from lab.results.metrics import gather
-from lab.results.store import CellRecord, Run, run_matrix
+from lab.results.record import CellRecord
+from lab.results.store import Run, seconds
 from lab.spec.model import Matrix, Question
 
 # Runs "at different times": host load and drift differ by the hour.
@@ -45,8 +44,9 @@ class RunAnswers:
     rows: tuple[str, ...] = ()      # the sub-matrix's reference kernels
 
     @classmethod
-    def of(cls, run: Run, matrix: Matrix | None = None) -> "RunAnswers":
-        matrix = matrix or run_matrix(run)
+    def of(cls, run: Run, matrix: Matrix) -> "RunAnswers":
+        """The run's answers to its sub-matrix's questions in `matrix`
+        (the one it was made from: lab.results.runmatrix)."""
         sub_name = (run.manifest.get("matrix") or {}).get("submatrix", "")
         if sub_name not in matrix.matrices:
             raise LabError(f"run {run.id}: its sub-matrix '{sub_name}' is "
@@ -74,11 +74,6 @@ class RunAnswers:
     @property
     def flagged(self) -> list[ans.Answer]:
         return [a for a in self.answers if a.flagged]
-
-
-def seconds(iso: str) -> float:
-    """Seconds since the epoch of an ISO 8601 UTC time stamp."""
-    return float(calendar.timegm(time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 @dataclass(frozen=True)
@@ -146,20 +141,33 @@ def _pooled(q: Question, backend: str, runs: Sequence[RunAnswers]
         return None, f"not pooled: {exc}"
 
 
+def measures(q: Question) -> tuple[object, ...]:
+    """What a question measures and decides, apart from its name and
+    prose: a run that asks a question of the same name on another
+    workload or metric answers another question."""
+    return (q.candidate, q.reference, q.workload, q.metric, q.better,
+            q.delta_pct)
+
+
 def replicate(runs: Sequence[RunAnswers]) -> list[Replication]:
-    """The questions of the first run, answered in each run."""
+    """The questions of the first run, answered in each run that asks
+    them the same way (`measures`)."""
     if len(runs) < 2:
         raise LabError("replication needs at least two runs")
     out = []
     first = runs[0]
     for a in first.answers:
         key = (a.question.name, a.backend)
-        per_run = []
+        per_run, other_way = [], []
         for ra in runs:
-            match = [b for b in ra.answers
+            named = [b for b in ra.answers
                      if (b.question.name, b.backend) == key]
+            match = [b for b in named
+                     if measures(b.question) == measures(a.question)]
             if match:
                 per_run.append((ra.run_id, match[0]))
+            elif named:
+                other_way.append(ra.run_id)
         looks = [b.last for _, b in per_run
                  if b.last is not None and b.last.se]
         q_stat = q_p = i2 = None
@@ -167,6 +175,9 @@ def replicate(runs: Sequence[RunAnswers]) -> list[Replication]:
             q_stat, q_p, i2 = heterogeneity(looks)
         pooled, note = _pooled(a.question, a.backend, runs)
         replicated, why = _replicated(per_run, runs)
+        if other_way and len(per_run) < 2:
+            why = f"asked another way (workload, metric) in " \
+                f"{', '.join(other_way)}"
         out.append(Replication(a.question, a.backend, tuple(per_run),
                                q_stat, q_p, i2, pooled, note, replicated,
                                why))

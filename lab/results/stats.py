@@ -44,7 +44,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from lab.results.metrics import HIGHER, LOWER, Key, MetricInfo
+from lab.results.metricinfo import HIGHER, LOWER, Key, MetricInfo
 
 CONFIDENCE = 0.95
 MIN_N = 3

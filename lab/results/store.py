@@ -14,6 +14,7 @@ a result with the same hash makes rerunning the cell unnecessary.
 """
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import os
@@ -26,9 +27,7 @@ from typing import Any, Mapping
 
 from lab.cache import atomic_write
 from lab.errors import LabError
-from lab.paths import REPO
-from lab.results.record import host_busy
-from lab.spec.matrix import load_matrix, parse_matrix
+from lab.results.record import CellRecord
 from lab.spec.model import Cell, Matrix
 
 RUN_SCHEMA = "swaplab-run/1"
@@ -63,6 +62,11 @@ class StoreWarning(UserWarning):
 
 def now_utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def seconds(iso: str) -> float:
+    """Seconds since the epoch of a time stamp in now_utc's form."""
+    return float(calendar.timegm(time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 def sha256_file(path: Path) -> str:
@@ -137,29 +141,6 @@ def host_info() -> dict[str, str]:
     (a cell may run on another machine than its controller, --tx ssh)."""
     return {"cpu_model": host_cpu_model(), "kernel": platform.release(),
             "node": platform.node()}
-
-
-@dataclass(frozen=True)
-class CellRecord:
-    """One loaded cell file."""
-    path: Path
-    cell: Cell
-    inputs_hash: str
-    provenance: dict[str, Any]
-    result: dict[str, Any]
-
-    @property
-    def outcome(self) -> str:
-        return self.result.get("outcome", "failed")
-
-    @property
-    def finished(self) -> bool:
-        # A lab-error is the host's or the lab's fault, not a measurement,
-        # and so is a cell measured while other work took the host's CPU
-        # (set aside by the statistics): neither counts as done, so a
-        # resumed run measures it again.
-        return self.result.get("reason") != "lab-error" and \
-            not host_busy(self.result)
 
 
 @dataclass
@@ -367,15 +348,43 @@ class Store:
         return open_results_dir(self.root / matches[0])
 
 
-def run_matrix(run: Run) -> Matrix:
-    """The matrix the run was made from: its own copy when it has one
-    (resolved against the repository's fragments and patches), else the
-    repository's matrix.yaml."""
-    copy = run.root / "matrix.yaml"
-    if copy.is_file():
-        return parse_matrix(copy.read_text(), REPO / "matrix.yaml",
-                            REPO / "patches")
-    return load_matrix(REPO / "matrix.yaml")
+@dataclass(frozen=True)
+class Source:
+    """What every table says it rests on."""
+    run_id: str
+    matrix_file: str
+    matrix_sha256: str
+    submatrix: str
+    baseline: str
+    repeats: int
+    variants: tuple[str, ...]
+    backends: tuple[str, ...]
+    workloads: tuple[str, ...]
+
+    @classmethod
+    def of(cls, run: Run) -> "Source":
+        m = run.manifest["matrix"]
+        return cls(run.id, Path(m["file"]).name, m["sha256"], m["submatrix"],
+                   m["baseline"], m["repeats"], tuple(m["variants"]),
+                   tuple(m["backends"]), tuple(m["workloads"]))
+
+    @property
+    def compared(self) -> bool:
+        """Whether the run has its baseline variant: without it (a
+        sub-matrix that leaves the baseline out, such as a debug run) the
+        tables show each variant's own values and no %change."""
+        return self.baseline in self.variants
+
+    def no_baseline(self) -> str:
+        return (f"No comparison: the baseline variant '{self.baseline}' is "
+                f"not in sub-matrix {self.submatrix}; cells are means with "
+                "their coefficient of variation")
+
+    def line(self) -> str:
+        return (f"matrix {self.matrix_file} (sha256 {self.matrix_sha256[:12]}"
+                f"), sub-matrix {self.submatrix}, run {self.run_id}, "
+                f"{self.repeats} repeat{'s' if self.repeats != 1 else ''} "
+                f"planned")
 
 
 def open_results_dir(root: Path) -> Run:

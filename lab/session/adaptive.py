@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from lab.results.replication import RunAnswers
-from lab.results.store import CellRecord, Run
+from lab.results.record import CellRecord
+from lab.results.store import Run
 from lab.spec.model import Cell, Matrix
 
 # A cell whose kind has never run yet is budgeted at this (a TCG NVMe

@@ -22,7 +22,7 @@ from lab.errors import LabError
 from lab.guest import accel, qemu, runner
 from lab.paths import REPO
 from lab.guest import cellspec
-from lab.kernel.build import Build
+from lab.kernel.artifact import Build
 from lab.results import store
 from lab.results.record import complaints, workload_doc
 from lab.spec.model import Cell, Matrix

@@ -30,10 +30,12 @@ from lab import procs
 from lab.cache import DiskFull, cache_root, locked
 from lab.errors import LabError
 from lab.guest import hostload
-from lab.kernel.build import Build, BuildFailed, Builder
+from lab.kernel.artifact import Build
+from lab.kernel.build import BuildFailed, Builder
 from lab.paths import REPO
 from lab.progress import Progress
 from lab.results import store
+from lab.results.runmatrix import run_matrix
 from lab.spec.matrix import load_matrix
 from lab.spec.model import Cell, Matrix
 
@@ -108,7 +110,7 @@ def _open_run(st: store.Store, matrix: Matrix, sub: str,
             if m.get("submatrix") != sub or m.get("file") != str(matrix.file):
                 continue
             try:
-                same = store.run_matrix(run).study_digest(sub) == want
+                same = run_matrix(run).study_digest(sub) == want
             except LabError:
                 same = False        # its copy no longer parses
             if same:

@@ -148,6 +148,12 @@ class Variant:
         return bool(self.series)
 
 
+# Sticky media faults, injected by the device model (any model).
+FAULT_RATES = ("read_error_rate", "write_error_rate")
+# Device models per kind (lab/devmodel); pmem is memory, never modelled.
+MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
+
+
 @dataclass(frozen=True)
 class Backend:
     name: str

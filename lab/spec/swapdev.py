@@ -7,7 +7,7 @@ import math
 
 from lab.spec.fields import (Fields, as_bool, as_int, as_number, as_size_mib,
                              as_str, expected)
-from lab.spec.model import Backend
+from lab.spec.model import FAULT_RATES, MODELS, Backend
 from lab.spec.yamlsrc import Node
 
 BACKEND_KINDS = ("rotational", "nvme", "pmem")
@@ -25,14 +25,10 @@ BACKEND_PARAMS: dict[str, dict[str, str]] = {
              "parallel": "int", "dilation": "dilation"},
     "pmem": {"mode": "str", "dax": "bool"},
 }
-# Sticky media faults, injected by the device model (any model).
-FAULT_RATES = ("read_error_rate", "write_error_rate")
 FAULT_PARAMS = dict.fromkeys(FAULT_RATES, "rate") | {"error_seed": "int"}
 for _kind in ("rotational", "nvme"):
     BACKEND_PARAMS[_kind].update(FAULT_PARAMS)
 PMEM_MODES = ("nvdimm", "memmap")
-# Device models per kind (lab/devmodel); pmem is memory, never modelled.
-MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
 
 
 def backend(name: str, node: Node) -> Backend:

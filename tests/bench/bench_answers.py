@@ -28,8 +28,8 @@ from lab.errors import LabError  # noqa: E402
 from lab.results import answers as ans  # noqa: E402
 from lab.results.metrics import gather  # noqa: E402
 from lab.results.replication import RunAnswers  # noqa: E402
-from lab.results.store import (Store, open_results_dir,  # noqa: E402
-                               run_matrix)
+from lab.results.runmatrix import run_matrix  # noqa: E402
+from lab.results.store import Store, open_results_dir  # noqa: E402
 
 
 Split = tuple[tuple[int, ...], tuple[int, ...]]
@@ -75,7 +75,7 @@ def main() -> int:
     try:
         run = open_results_dir(args.results) if args.results else \
             Store(cache_root()).open(args.run)
-        ra = RunAnswers.of(run)
+        ra = RunAnswers.of(run, run_matrix(run))
     except LabError as exc:
         print(f"bench_answers: {exc}", file=sys.stderr)
         return 1

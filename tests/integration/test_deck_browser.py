@@ -17,7 +17,8 @@ import pytest
 from lab.paths import REPO
 from lab.report import analysis, figures, pdf, slides, upstream
 from lab.report.reportdir import lead_slides, run_answers
-from lab.results.store import Store, open_results_dir, run_matrix
+from lab.results.runmatrix import run_matrix
+from lab.results.store import Store, open_results_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # A committed question run: its deck opens with the answers.

@@ -150,7 +150,7 @@ def test_replication_across_two_raw_runs(tmp_path: Path, capsys) -> None:
 def test_capped_counts_primary_rows_only() -> None:
     """Run 20261205-232428-quick ended with thp1-swpout undecided at
     max_repeats on both backends, and its 3 A/A rows too: 2 capped."""
-    from lab.results.store import run_matrix
+    from lab.results.runmatrix import run_matrix
     run = open_results_dir(REPO / "reports" / "20261205-232428-quick" /
                            "raw")
     plan = adaptive.next_round(run_matrix(run), "quick", run, 600.0)

@@ -10,7 +10,8 @@ from lab.paths import REPO
 from lab.report import answerdeck
 from lab.report.reportdir import lead_slides, run_answers
 from lab.results import answers as ans
-from lab.results.store import open_results_dir, run_matrix
+from lab.results.runmatrix import run_matrix
+from lab.results.store import open_results_dir
 
 LOADED = REPO / "reports" / "20261205-211149-quick" / "raw"
 QUIET = REPO / "reports" / "20261205-223052-quick" / "raw"

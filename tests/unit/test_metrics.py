@@ -10,7 +10,7 @@ import pytest
 from lab.guest import frame
 from lab.paths import REPO
 from lab.results.metrics import HIGHER, LOWER, NEUTRAL, cell_metrics, gather
-from lab.results.store import CellRecord
+from lab.results.record import CellRecord
 from lab.spec.model import Cell
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -234,4 +234,6 @@ def test_kernel_cpu_per_page_swapped_out_from_a_real_seeds_cell():
             stime * 1e6 / m["vmstat.pswpout"].value)
         assert m["rusage.stime_us_per_page_out"].better == LOWER
         per_page[variant] = m["rusage.stime_us_per_page_out"].value
+        assert m["rusage.kernel_cpus"].value == pytest.approx(
+            stime / res["workload"]["wall_s"])
     assert per_page["thp-stage2"] < per_page["base"] / 2

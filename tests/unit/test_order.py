@@ -8,8 +8,7 @@ import pytest
 from lab.paths import REPO
 from lab.results import order
 from lab.results.metrics import Metric
-from lab.results.replication import seconds
-from lab.results.store import open_results_dir
+from lab.results.store import open_results_dir, seconds
 
 RUN = REPO / "reports" / "20261205-211149-quick" / "raw"
 SEQ_AVG = "swapbench.main.latency.avg_us"

@@ -263,7 +263,7 @@ def test_config_items_and_spec(tmp_path):
     s.sysctl = {"vm.page-cluster": "0"}
     s.trace = True
     setup = backends.prepare(NVME, GUEST, tmp_path)
-    items = cellspec.config_items(s, setup)
+    items = runner.config_items(s, setup)
     assert ("device", "/dev/nvme0n1") in items
     assert ("swap_kib", str(512 * 1024)) in items
     assert ("sysfs.kernel/mm/transparent_hugepage/enabled",
@@ -272,7 +272,7 @@ def test_config_items_and_spec(tmp_path):
     assert ("trace", "1") in items
     pm = backends.prepare(Backend("p", "pmem", {"mode": "nvdimm"}), GUEST,
                           tmp_path)
-    assert ("pmem_fsdax", "1") in cellspec.config_items(s, pm)
+    assert ("pmem_fsdax", "1") in runner.config_items(s, pm)
     assert [v for k, v in items if k == "arg"] == ["swaplab-memtest"]
 
 

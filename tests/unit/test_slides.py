@@ -11,7 +11,8 @@ import pytest
 from lab.report import analysis, columns, figures, slides, upstream
 from lab.report.analysis import gain, what
 from lab.report.tables import pivots
-from lab.results.store import Store, run_matrix
+from lab.results.runmatrix import run_matrix
+from lab.results.store import Store
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

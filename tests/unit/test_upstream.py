@@ -12,10 +12,10 @@ import pytest
 
 from lab.paths import REPO
 from lab.report import analysis, upstream
-from lab.report.tables import Source
 from lab.results.metrics import HIGHER, MetricInfo, Samples
 from lab.results.stats import analyze
-from lab.results.store import Store, run_matrix
+from lab.results.runmatrix import run_matrix
+from lab.results.store import Source, Store
 from lab.spec.matrix import load_matrix
 
 DATA = Path(__file__).resolve().parent.parent / "data"
