@@ -146,7 +146,7 @@ def testbed_slide(ra: RunAnswers, matrix: Matrix) -> Slide:
     ok = sum(r.outcome == "ok" for r in records)
     g = matrix.guest
     # A workload may boot with its own swap size: say what the cells had.
-    swaps = sorted({int(s) for s in (
+    swaps = sorted({s for s in (
         (r.result.get("guest") or {}).get("swap_mib") for r in records)
         if isinstance(s, int)}) or [g.swap_mib]
     notes = [testbed(records),

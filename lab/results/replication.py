@@ -1,8 +1,8 @@
 """A run's answers, and the same questions across runs.
 
-`RunAnswers.of(run, matrix)` reads a stored run (or a committed directory of raw
-cell results) and answers the questions its sub-matrix declared, with
-the design it was run under. `replicate` sets runs side by side: each
+`RunAnswers.of(run, matrix)` reads a stored run (or a committed directory
+of raw cell results) and answers the questions its sub-matrix declared,
+with the design it was run under. `replicate` sets runs side by side: each
 run's estimate, their heterogeneity (Cochran's Q and I^2 on the log
 ratio), the estimate pooled over cells whose inputs are identical, and
 whether the claim replicated: the same decided verdict in every run,

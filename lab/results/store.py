@@ -60,13 +60,16 @@ class StoreWarning(UserWarning):
     """A result file that could not be used; the run goes on without it."""
 
 
+STAMP = "%Y-%m-%dT%H:%M:%SZ"        # a run's and a cell's UTC times
+
+
 def now_utc() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime(STAMP, time.gmtime())
 
 
 def seconds(iso: str) -> float:
     """Seconds since the epoch of a time stamp in now_utc's form."""
-    return float(calendar.timegm(time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")))
+    return float(calendar.timegm(time.strptime(iso, STAMP)))
 
 
 def sha256_file(path: Path) -> str:
