@@ -79,8 +79,12 @@ static void *sampler(void *arg)
 		uint64_t v;
 		int err;
 
-		/* one sample after the fill is over closes the trace */
-		last = fill_over(tr);
+		/*
+		 * One sample after the fill is over closes the trace.  The
+		 * first is never the last: a short fill may end before this
+		 * thread first runs, and a rate needs two samples.
+		 */
+		last = tr->n && fill_over(tr);
 		err = read_pswpout(&v);
 		if (err) {
 			tr->err = -err;
