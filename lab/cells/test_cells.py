@@ -18,13 +18,14 @@ def test_cell(cell: Cell, lab: dict[str, Any],
               request: pytest.FixtureRequest) -> None:
     build = build_of(lab, cell.variant)
     matrix, cache, run = lab["matrix"], lab["cache"], lab["run"]
-    inputs = cellrun.inputs(matrix, cell, build, cache)
+    plan = matrix.plan(cell)
+    inputs = cellrun.inputs(plan, build, cache)
     if not request.config.getoption("--rerun") and \
             run.is_done(cell, inputs):
         pytest.skip(f"result reused from run {run.id}")
     try:
-        res, prov = cellrun.execute(matrix, cell, build,
-                                    run.log_dir(cell.id), cache)
+        res, prov = cellrun.execute(plan, build, run.log_dir(cell.id),
+                                    cache)
     except DiskFull as exc:
         stop(request.session, exc)
         pytest.fail(str(exc), pytrace=False)

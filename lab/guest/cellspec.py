@@ -10,7 +10,7 @@ from typing import Any
 from lab import elf
 from lab.kernel.artifact import Build
 from lab.paths import REPO
-from lab.spec.model import Backend, Cell, Guest, Matrix, ParseRule
+from lab.spec.model import Backend, CellPlan, Guest, ParseRule
 
 WORKLOADS_BUILD = REPO / "workloads" / "build"
 # What the guest agent mounts over the initramfs (mounts() in
@@ -76,24 +76,21 @@ class CellResult:
 
 # ------------------------------------------------------------ from matrix
 
-def cell_spec(matrix: Matrix, cell: Cell, build: Build,
-              out_dir: Path) -> CellSpec:
-    """A matrix cell as a CellSpec (variant settings, then workload's;
-    the variant's timeout_scale stretches the workload's timeout and the
-    boot allowance for a slow debug kernel)."""
-    variant = matrix.variants[cell.variant]
-    workload = matrix.workloads[cell.workload]
-    scale = variant.timeout_scale
+def cell_spec(plan: CellPlan, build: Build, out_dir: Path) -> CellSpec:
+    """A planned cell as a CellSpec (the variant's timeout_scale stretches
+    the boot allowance for a slow debug kernel, as it does the
+    workload's timeout)."""
+    workload, cell = plan.workload, plan.cell
     return CellSpec(
-        cell_id=cell.id, build=build, backend=matrix.backends[cell.backend],
-        guest=matrix.guest_for(cell.workload),
+        cell_id=cell.id, build=build, backend=plan.backend,
+        guest=plan.guest,
         argv=[guest_path(Path(workload.path)) if workload.path else
               workload.program, *workload.args],
-        out_dir=out_dir, timeout_s=math.ceil(workload.timeout_s * scale),
-        boot_allowance_s=math.ceil(BOOT_ALLOWANCE_S * scale),
-        sysfs={**variant.sysfs, **workload.sysfs},
-        sysctl={**variant.sysctl, **workload.sysctl},
-        cmdline=variant.cmdline, trace=workload.trace,
+        out_dir=out_dir, timeout_s=plan.timeout_s,
+        boot_allowance_s=math.ceil(BOOT_ALLOWANCE_S *
+                                   plan.variant.timeout_scale),
+        sysfs=plan.sysfs, sysctl=plan.sysctl,
+        cmdline=plan.variant.cmdline, trace=workload.trace,
         output=workload.output, parse=workload.parse,
         extra_files=brought_files(workload.path),
         labels={"variant": cell.variant, "backend": cell.backend,

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.results.record import CellRecord
-from lab.spec.model import Cell, Matrix
+from lab.spec.model import Cell, CellPlan, Matrix
 
 RUN_SCHEMA = "swaplab-run/1"
 CELL_SCHEMA = "swaplab-result/1"
@@ -92,38 +92,14 @@ def check_provenance(prov: Mapping[str, Any]) -> None:
         raise LabError("incomplete provenance: " + "; ".join(problems))
 
 
-def inputs_hash(matrix: Matrix, cell: Cell, build_key: str,
+def inputs_hash(plan: CellPlan, build_key: str,
                 extra: Mapping[str, Any] | None = None) -> str:
-    """What a cell measures: the variant's build and runtime settings, the
-    backend, the workload, the guest shape and the repeat number. `extra`
-    takes what the matrix does not pin, e.g. the workload binary's hash."""
-    variant = matrix.variants[cell.variant]
-    backend = matrix.backends[cell.backend]
-    workload = matrix.workloads[cell.workload]
-    g = matrix.guest_for(cell.workload)
-    doc: dict[str, Any] = {
-        "build_key": build_key,
-        "variant": {"cmdline": variant.cmdline, "sysfs": variant.sysfs,
-                    "sysctl": variant.sysctl},
-        "backend": {"kind": backend.kind, "params": backend.params},
-        "workload": {"program": workload.program, "args": workload.args,
-                     "sysfs": workload.sysfs, "sysctl": workload.sysctl},
-        "guest": [g.memory_mib, g.vcpus, g.swap_mib, g.firmware, g.cmdline],
-        "repeat": cell.repeat,
-        "extra": dict(extra or {}),
-    }
-    if workload.trace:
-        # Traced cells time do_swap_page under function_graph, which slows
-        # every fault: never the same measurement as an untraced one.
-        # (Only when on, so untraced cells keep the hashes stored before.)
-        doc["workload"]["trace"] = True
-    if workload.output != "json":
-        # How the output is read is part of what the cell measures (only
-        # when not swaplab's JSON, so those cells keep their hashes).
-        doc["workload"]["output"] = workload.output
-        doc["workload"]["parse"] = [
-            [r.pattern, [[m.group, m.unit, m.better, m.aggregate]
-                         for m in r.metrics]] for r in workload.parse]
+    """What a cell measures: what its plan pins (the variant's runtime
+    settings, the backend, the workload, the guest shape and the repeat
+    number), the variant's build, and `extra`: what the matrix does not
+    pin, e.g. the workload binary's hash."""
+    doc = {**plan.measures(), "build_key": build_key,
+           "extra": dict(extra or {})}
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

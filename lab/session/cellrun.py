@@ -25,7 +25,7 @@ from lab.guest import cellspec
 from lab.kernel.artifact import Build
 from lab.results import store
 from lab.results.record import complaints, workload_doc
-from lab.spec.model import Cell, Matrix
+from lab.spec.model import CellPlan
 
 SWAPBENCH = cellspec.WORKLOADS_BUILD / "swapbench"
 CALIBRATION_US = 24
@@ -63,11 +63,11 @@ def qemu_version() -> str:
     return accel.qemu_version()
 
 
-def programs(matrix: Matrix, cell: Cell) -> list[Path]:
+def programs(plan: CellPlan) -> list[Path]:
     """The binaries a cell runs: its program and any argument that names
     another (swapcycle runs swapbench) in workloads/build, or a program
     brought by the user with its interpreter and libraries."""
-    wl = matrix.workloads[cell.workload]
+    wl = plan.workload
     if wl.path:
         return elf.closure(Path(wl.path))
     names = dict.fromkeys((wl.program, *wl.args))
@@ -75,7 +75,7 @@ def programs(matrix: Matrix, cell: Cell) -> list[Path]:
             if "/" not in n and (cellspec.WORKLOADS_BUILD / n).is_file()]
 
 
-def inputs(matrix: Matrix, cell: Cell, build: Build, cache: Path) -> str:
+def inputs(plan: CellPlan, build: Build, cache: Path) -> str:
     """The store's inputs hash, including what the matrix does not pin:
     the binaries the cell runs and the agent, the calibration and the
     base kernel command line. Only the cell's own programs: a study
@@ -85,18 +85,16 @@ def inputs(matrix: Matrix, cell: Cell, build: Build, cache: Path) -> str:
              # every guest's kernel command line starts with it: a result
              # from another (rootfstype=tmpfs, say) is not this cell's
              "base_cmdline": " ".join(qemu.BASE_CMDLINE)}
-    for path in programs(matrix, cell) + sorted(
+    for path in programs(plan) + sorted(
             (REPO / "workloads/agent/build").glob("*")):
         if path.is_file():
             extra[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return store.inputs_hash(matrix, cell, build.key, extra)
+    return store.inputs_hash(plan, build.key, extra)
 
 
-def provenance(matrix: Matrix, cell: Cell, build: Build,
-               result: dict[str, Any], started: str,
-               ended: str) -> dict[str, Any]:
-    workload = matrix.workloads[cell.workload]
-    backend = matrix.backends[cell.backend]
+def provenance(plan: CellPlan, build: Build, result: dict[str, Any],
+               started: str, ended: str) -> dict[str, Any]:
+    workload, backend = plan.workload, plan.backend
     wl_json = workload_doc(result)
     return {
         "tree": {"package": build.tree, "version": build.tree_version},
@@ -115,7 +113,7 @@ def provenance(matrix: Matrix, cell: Cell, build: Build,
         "workload": {"name": workload.name,
                      "argv": [workload.program, *workload.args],
                      "seed": (wl_json.get("config") or {}).get("seed")},
-        "matrix_sha256": store.sha256_file(matrix.file),
+        "matrix_sha256": store.sha256_file(plan.matrix_file),
         "started": started, "ended": ended,
         # the machine that booted the guest (not checked: results stored
         # before it was recorded lack it)
@@ -123,16 +121,15 @@ def provenance(matrix: Matrix, cell: Cell, build: Build,
     }
 
 
-def execute(matrix: Matrix, cell: Cell, build: Build, out_dir: Path,
+def execute(plan: CellPlan, build: Build, out_dir: Path,
             cache: Path) -> tuple[cellspec.CellResult, dict[str, Any]]:
     """Boot the cell; its result and provenance (never raises for what
     the guest does)."""
-    spec = dilation.prepared(cellspec.cell_spec(matrix, cell, build, out_dir),
-                             cache)
+    spec = dilation.prepared(cellspec.cell_spec(plan, build, out_dir), cache)
     spec.extra_files[GUEST_CALIBRATION] = calibration(cache)
     started = store.now_utc()
     res = runner.run_cell(spec, cache)
-    return res, provenance(matrix, cell, build, res.result, started,
+    return res, provenance(plan, build, res.result, started,
                            store.now_utc())
 
 

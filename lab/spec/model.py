@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import operator
 import random
 from dataclasses import dataclass, field
@@ -267,6 +268,63 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class CellPlan:
+    """A cell resolved against its matrix, once: the boot and the workload
+    that every later stage reads (the cell spec, the store's inputs hash,
+    the provenance) instead of looking the cell's parts up on its own."""
+    cell: Cell
+    variant: Variant
+    backend: Backend
+    workload: Workload
+    guest: Guest
+    matrix_file: Path
+
+    @property
+    def timeout_s(self) -> int:
+        """The workload's timeout, stretched by a slow (debug) variant."""
+        return math.ceil(self.workload.timeout_s * self.variant.timeout_scale)
+
+    @property
+    def sysfs(self) -> dict[str, str]:
+        """The variant's settings, then the workload's over them."""
+        return {**self.variant.sysfs, **self.workload.sysfs}
+
+    @property
+    def sysctl(self) -> dict[str, str]:
+        return {**self.variant.sysctl, **self.workload.sysctl}
+
+    def measures(self) -> dict[str, Any]:
+        """What the cell measures, as the matrix pins it (the store adds
+        the build key and what the matrix does not pin, and hashes it)."""
+        v, b, w, g = self.variant, self.backend, self.workload, self.guest
+        doc: dict[str, Any] = {
+            "variant": {"cmdline": v.cmdline, "sysfs": v.sysfs,
+                        "sysctl": v.sysctl},
+            "backend": {"kind": b.kind, "params": b.params},
+            "workload": {"program": w.program, "args": w.args,
+                         "sysfs": w.sysfs, "sysctl": w.sysctl},
+            "guest": [g.memory_mib, g.vcpus, g.swap_mib, g.firmware,
+                      g.cmdline],
+            "repeat": self.cell.repeat,
+        }
+        if w.trace:
+            # Traced cells time do_swap_page under function_graph, which
+            # slows every fault: never the same measurement as an untraced
+            # one. (Only when on, so untraced cells keep the hashes stored
+            # before.)
+            doc["workload"]["trace"] = True
+        if w.output != "json":
+            # How the output is read is part of what the cell measures
+            # (only when not swaplab's JSON, so those cells keep their
+            # hashes).
+            doc["workload"]["output"] = w.output
+            doc["workload"]["parse"] = [
+                [r.pattern, [[m.group, m.unit, m.better, m.aggregate]
+                             for m in r.metrics]] for r in w.parse]
+        return doc
+
+
+@dataclass(frozen=True)
 class Matrix:
     file: Path
     trees: dict[str, Tree]
@@ -298,6 +356,14 @@ class Matrix:
         swap = self.workloads[workload].swap_mib
         return dataclasses.replace(self.guest, swap_mib=swap) if swap \
             else self.guest
+
+    def plan(self, cell: Cell) -> CellPlan:
+        """The cell resolved: its variant, backend, workload and guest."""
+        return CellPlan(cell=cell, variant=self.variants[cell.variant],
+                        backend=self.backends[cell.backend],
+                        workload=self.workloads[cell.workload],
+                        guest=self.guest_for(cell.workload),
+                        matrix_file=self.file)
 
     def study_digest(self, name: str) -> str:
         """A digest of what a run of sub-matrix `name` measures and

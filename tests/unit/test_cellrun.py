@@ -34,7 +34,7 @@ def inputs(cache: Path) -> str:
                   tree="linux-source-6.1", tree_version="", commit="",
                   patches=[], config_sha256="", compiler="", seconds=0.0,
                   directory=str(cache))
-    return cellrun.inputs(matrix, Cell(1, "base", "nvme", "seq"), build,
+    return cellrun.inputs(matrix.plan(Cell(1, "base", "nvme", "seq")), build,
                           cache)
 
 
@@ -65,7 +65,7 @@ def test_inputs_follow_the_cells_own_programs_only(cache, monkeypatch,
     monkeypatch.setattr(cellrun.cellspec, "WORKLOADS_BUILD", build_dir)
     matrix = load_matrix(REPO / "matrix.yaml")
     assert [p.name for p in cellrun.programs(
-        matrix, Cell(1, "base", "nvme", "swapoff-load"))] == \
+        matrix.plan(Cell(1, "base", "nvme", "swapoff-load")))] == \
         ["swapcycle", "swapbench"]
     before = inputs(cache)
     (build_dir / "swaprace").write_bytes(b"rebuilt")

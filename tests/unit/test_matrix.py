@@ -323,10 +323,10 @@ def test_variant_timeout_scale(tmp_path: Path) -> None:
     assert m.variants["readahead"].timeout_scale == 1.0
     build = Build("base", "k", "r", "linux-source-6.1", "", "", [], "", "",
                   0.0, str(tmp_path))
-    base = cellspec.cell_spec(m, Cell(1, "base", "nvme", "thp"), build,
+    base = cellspec.cell_spec(m.plan(Cell(1, "base", "nvme", "thp")), build,
                             tmp_path / "c1")
-    other = cellspec.cell_spec(m, Cell(1, "readahead", "nvme", "thp"), build,
-                             tmp_path / "c2")
+    other = cellspec.cell_spec(m.plan(Cell(1, "readahead", "nvme", "thp")),
+                             build, tmp_path / "c2")
     assert (base.timeout_s, base.boot_allowance_s) == (300, 150)
     assert (other.timeout_s, other.boot_allowance_s) == \
         (120, cellspec.BOOT_ALLOWANCE_S)
@@ -357,3 +357,24 @@ def test_a_workload_may_boot_with_its_own_swap_size(tmp_path: Path) -> None:
     assert matrix.guest_for("thp").swap_mib == 2048
     assert matrix.guest_for("seq") == matrix.guest
     assert matrix.guest_for("thp").memory_mib == matrix.guest.memory_mib
+
+
+def test_a_cell_plan_resolves_the_cell_once(tmp_path: Path) -> None:
+    """Matrix.plan(): the parts every later stage reads, the workload's
+    settings over the variant's, and the workload's own guest."""
+    text = GOOD.replace("    timeout: 120", "    timeout: 120\n    swap: 2G\n"
+                        "    sysctl: {vm.page-cluster: 0}")
+    matrix = load_matrix(make_tree(tmp_path, text))
+    plan = matrix.plan(Cell(2, "base", "nvme", "thp"))
+    assert (plan.variant, plan.backend, plan.workload) == (
+        matrix.variants["base"], matrix.backends["nvme"],
+        matrix.workloads["thp"])
+    assert plan.guest.swap_mib == 2048 and plan.matrix_file == matrix.file
+    assert plan.sysctl == {"vm.page-cluster": "0"}
+    assert plan.timeout_s == 120
+    doc = plan.measures()
+    assert doc["repeat"] == 2 and doc["guest"][2] == 2048
+    assert not {"trace", "output"} & set(doc["workload"])
+    seq = matrix.plan(Cell(1, "readahead", "nvme", "seq"))
+    assert seq.sysfs == {"kernel/mm/swap/vma_ra_enabled": "1"}
+    assert seq.guest == matrix.guest

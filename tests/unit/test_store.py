@@ -266,17 +266,18 @@ def test_runs_by_id_latest_and_prefix(tmp_path, matrix, monkeypatch):
 
 
 def test_inputs_hash(matrix):
-    base = Cell(1, "base", "nvme", "seq")
-    h = inputs_hash(matrix, base, "key1")
-    assert h == inputs_hash(matrix, base, "key1")
-    assert len({h, inputs_hash(matrix, base, "key2"),
-                inputs_hash(matrix, Cell(2, "base", "nvme", "seq"), "key1"),
-                inputs_hash(matrix, Cell(1, "base", "rotational", "seq"),
-                            "key1"),
-                inputs_hash(matrix, base, "key1", {"swapbench": "abc"}),
+    def plan(repeat: int = 1, variant: str = "base",
+             backend: str = "nvme"):
+        return matrix.plan(Cell(repeat, variant, backend, "seq"))
+
+    h = inputs_hash(plan(), "key1")
+    assert h == inputs_hash(plan(), "key1")
+    assert len({h, inputs_hash(plan(), "key2"),
+                inputs_hash(plan(repeat=2), "key1"),
+                inputs_hash(plan(backend="rotational"), "key1"),
+                inputs_hash(plan(), "key1", {"swapbench": "abc"}),
                 # same build key, different runtime settings
-                inputs_hash(matrix, Cell(1, "readahead", "nvme", "seq"),
-                            "key1")}) == 6
+                inputs_hash(plan(variant="readahead"), "key1")}) == 6
 
 
 def test_host_cpu_model(tmp_path):
@@ -295,25 +296,25 @@ def test_inputs_hash_tells_a_traced_workload_apart(matrix):
     """Tracing slows every fault: flipping `trace: true` must not reuse
     untraced results; an untraced cell keeps its hash."""
     base = Cell(1, "base", "nvme", "seq")
-    before = inputs_hash(matrix, base, "key1")
+    before = inputs_hash(matrix.plan(base), "key1")
     traced = dataclasses.replace(matrix.workloads["seq"], trace=True)
     matrix.workloads["seq"] = traced
     try:
-        assert inputs_hash(matrix, base, "key1") != before
+        assert inputs_hash(matrix.plan(base), "key1") != before
     finally:
         matrix.workloads["seq"] = dataclasses.replace(traced, trace=False)
-    assert inputs_hash(matrix, base, "key1") == before
+    assert inputs_hash(matrix.plan(base), "key1") == before
 
 
 def test_inputs_hash_counts_a_workload_swap_size(matrix):
     """A workload that boots with its own swap size measures something
     else; one that keeps the guest's keeps its hash."""
     base = Cell(1, "base", "nvme", "seq")
-    before = inputs_hash(matrix, base, "key1")
+    before = inputs_hash(matrix.plan(base), "key1")
     seq = matrix.workloads["seq"]
     matrix.workloads["seq"] = dataclasses.replace(seq, swap_mib=2048)
     try:
-        assert inputs_hash(matrix, base, "key1") != before
+        assert inputs_hash(matrix.plan(base), "key1") != before
     finally:
         matrix.workloads["seq"] = seq
-    assert inputs_hash(matrix, base, "key1") == before
+    assert inputs_hash(matrix.plan(base), "key1") == before
