@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "hist.h"
-#include "json.h"
+#include "jw.h"
 
 const double hist_pct[HIST_NPCT] = { 50, 60, 70, 80, 90, 95, 99, 99.9 };
 const char *const hist_pct_name[HIST_NPCT] = {

@@ -9,9 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "jw.h"
 #include "swapbench.h"
 #include "swapout.h"
+#include "sysinfo.h"
 
 /* sums over a set of tasks */
 struct agg {
@@ -435,7 +436,7 @@ void report_json(const struct sb_config *cfg, const struct sb_shared *sh,
 	jw_u64(&w, "procs_io_killed", tot->io_killed);
 	jw_str(&w, "mode", mode_name(cfg->mode));
 	emit_config(&w, cfg);
-	jw_system(&w, cfg->page_size, cfg->mem_total, cfg->swap_total);
+	sysinfo_emit(&w, cfg->page_size, cfg->mem_total, cfg->swap_total);
 
 	jw_arr_begin(&w, "groups");
 	for (g = 0; g < cfg->ngroups; g++) {

@@ -35,9 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "jw.h"
 #include "procfs.h"
 #include "swaprace.h"
+#include "sysinfo.h"
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
@@ -1184,7 +1185,7 @@ static void report_json(const struct race_config *cfg,
 	jw_str(&w, "status", status_name(tot->status));
 	jw_i64(&w, "exit_code", exit_code);
 	emit_config(&w, cfg);
-	jw_system(&w, cfg->page_size, cfg->mem_total, cfg->swap_total);
+	sysinfo_emit(&w, cfg->page_size, cfg->mem_total, cfg->swap_total);
 	jw_obj_begin(&w, "total");
 	jw_str(&w, "status", status_name(tot->status));
 	jw_u64(&w, "procs", cfg->procs);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "jw.h"
 #include "swapbench.h"
 #include "work.h"
 

@@ -1,6 +1,6 @@
 """Time dilation: how much slower the guest CPU runs than the host's.
 
-The same static program (lab/devmodel/build/swaplab-dilate) times fixed
+The same static program (workloads/agent/build/swaplab-dilate) times fixed
 instruction loops on the host and in a guest; factor = guest time / host
 time for the L1-resident load loop (KEY): under TCG every guest memory
 access goes through the soft TLB, the cost that dominates the kernel's

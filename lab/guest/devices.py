@@ -46,8 +46,9 @@ from lab.spec.model import FAULT_RATES, MODELS, Backend, Guest
 
 DEVMODEL_DIR = REPO / "lab" / "devmodel"
 FILTER = DEVMODEL_DIR / "build" / "devmodel.so"
-PROBE = DEVMODEL_DIR / "build" / "swaplab-probe"
-DILATE = DEVMODEL_DIR / "build" / "swaplab-dilate"
+# the guest's device probe and dilation loops, built beside the agent
+PROBE = initramfs.AGENT_DIR / "build" / "swaplab-probe"
+DILATE = initramfs.AGENT_DIR / "build" / "swaplab-dilate"
 NBDKIT = "nbdkit"
 MIB = 1 << 20
 
@@ -68,8 +69,11 @@ FAULT_KEYS: Keys = dict.fromkeys(FAULT_RATES, float) | {"error_seed": int}
 INJECTED_RE = re.compile(rb"devmodel: injected EIO into (pread|pwrite)")
 
 def build_programs() -> None:
-    """make -C lab/devmodel (a no-op when up to date)."""
+    """The filter, the probe and the dilation loops (make, a no-op when
+    they are up to date)."""
     initramfs.make_in(DEVMODEL_DIR, FILTER, "lab/devmodel")
+    for program in (PROBE, DILATE):
+        initramfs.make_in(initramfs.AGENT_DIR, program, program.name)
 
 
 def model_of(backend: Backend) -> str:

@@ -1,5 +1,5 @@
 """Device models seen from the guest: boot the lab's base kernel with a
-modelled swap device and run swaplab-probe (lab/devmodel/probe.c)
+modelled swap device and run swaplab-probe (workloads/agent/probe.c)
 against it; check the bands of issue 6. Five short boots or more: three
 dilation calibrations (up to nine if some boots run slow) and one probe
 per modelled backend.

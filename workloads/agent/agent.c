@@ -63,10 +63,10 @@ static void note(struct jw *list, const char *step, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	jw_obj(list, NULL);
+	jw_obj_begin(list, NULL);
 	jw_str(list, "step", step);
 	jw_str(list, "error", msg);
-	jw_end_obj(list);
+	jw_obj_end(list);
 	say("%s: %s: %s", list == &errs ? "error" : "warning", step, msg);
 }
 
@@ -106,7 +106,7 @@ static void setting(struct jw *w, const char *kind, const char *name,
 	char back[512];
 	int ret;
 
-	jw_obj(w, NULL);
+	jw_obj_begin(w, NULL);
 	jw_str(w, "kind", kind);
 	jw_str(w, "name", name);
 	jw_str(w, "path", path);
@@ -120,7 +120,7 @@ static void setting(struct jw *w, const char *kind, const char *name,
 	}
 	if (read_line(path, back, sizeof(back)) == 0)
 		jw_str(w, "readback", back);
-	jw_end_obj(w);
+	jw_obj_end(w);
 }
 
 static void apply_settings(struct jw *w, const struct conf *c)
@@ -128,7 +128,7 @@ static void apply_settings(struct jw *w, const struct conf *c)
 	char path[PATH_MAX];
 	int i;
 
-	jw_arr(w, "settings");
+	jw_arr_begin(w, "settings");
 	for (i = 0; i < c->nsysfs; i++) {
 		snprintf(path, sizeof(path), "/sys/%s", c->sysfs[i].key);
 		setting(w, "sysfs", c->sysfs[i].key, path, c->sysfs[i].val);
@@ -142,7 +142,7 @@ static void apply_settings(struct jw *w, const struct conf *c)
 				*p = '/';
 		setting(w, "sysctl", c->sysctl[i].key, path, c->sysctl[i].val);
 	}
-	jw_end_arr(w);
+	jw_arr_end(w);
 }
 
 static void file_str(struct jw *w, const char *key, const char *path)
@@ -186,32 +186,32 @@ static void dir_files(struct jw *w, const char *dir, const char *prefix)
 
 static void snapshot(struct jw *w, const char *key)
 {
-	jw_obj(w, key);
-	jw_dbl(w, "uptime_s", uptime_s());
+	jw_obj_begin(w, key);
+	jw_real(w, "uptime_s", uptime_s());
 	file_str(w, "vmstat", "/proc/vmstat");
 	file_str(w, "meminfo", "/proc/meminfo");
 	file_str(w, "diskstats", "/proc/diskstats");
 	file_str(w, "swaps", "/proc/swaps");
-	jw_obj(w, "sysfs");
+	jw_obj_begin(w, "sysfs");
 	dir_files(w, "/sys/kernel/mm/swap", "kernel/mm/swap/");
 	dir_files(w, "/sys/kernel/mm/transparent_hugepage",
 		  "kernel/mm/transparent_hugepage/");
-	jw_end_obj(w);
-	jw_end_obj(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
 }
 
 static void kernel_info(struct jw *w)
 {
 	struct utsname u;
 
-	jw_obj(w, "kernel");
+	jw_obj_begin(w, "kernel");
 	if (uname(&u) == 0) {
 		jw_str(w, "release", u.release);
 		jw_str(w, "version", u.version);
 		jw_str(w, "machine", u.machine);
 	}
 	file_str(w, "cmdline", "/proc/cmdline");
-	jw_end_obj(w);
+	jw_obj_end(w);
 }
 
 /*
@@ -223,7 +223,7 @@ static void firmware_info(struct jw *w)
 {
 	char val[64];
 
-	jw_obj(w, "firmware");
+	jw_obj_begin(w, "firmware");
 	if (access("/sys/firmware", F_OK) < 0) {
 		jw_null(w, "efi");
 		jw_null(w, "efi_platform_size");
@@ -235,7 +235,7 @@ static void firmware_info(struct jw *w)
 		else
 			jw_null(w, "efi_platform_size");
 	}
-	jw_end_obj(w);
+	jw_obj_end(w);
 }
 
 /*
@@ -249,7 +249,7 @@ static void rootfs_info(struct jw *w)
 	struct statfs s;
 	char magic[32];
 
-	jw_obj(w, "rootfs");
+	jw_obj_begin(w, "rootfs");
 	if (statfs("/", &s) < 0) {
 		jw_null(w, "type");
 	} else if (s.f_type == RAMFS_MAGIC) {
@@ -261,7 +261,7 @@ static void rootfs_info(struct jw *w)
 			 (unsigned long)s.f_type);
 		jw_str(w, "type", magic);
 	}
-	jw_end_obj(w);
+	jw_obj_end(w);
 }
 
 struct capture {
@@ -339,25 +339,25 @@ static void run_workload(struct jw *w, const struct conf *c)
 	int status = 0, i;
 	pid_t pid;
 
-	jw_obj(w, "workload");
-	jw_arr(w, "argv");
+	jw_obj_begin(w, "workload");
+	jw_arr_begin(w, "argv");
 	for (i = 0; i < c->argc; i++)
 		jw_str(w, NULL, c->argv[i]);
-	jw_end_arr(w);
+	jw_arr_end(w);
 	jw_bool(w, "interactive", c->interactive);
 	if (!c->interactive && (pipe2(po, O_CLOEXEC) < 0 ||
 				pipe2(pe, O_CLOEXEC) < 0)) {
 		note(&errs, "workload", "pipe: %s", strerror(errno));
-		jw_end_obj(w);
+		jw_obj_end(w);
 		return;
 	}
 	start = mono_s();
-	jw_dbl(w, "start_uptime_s", uptime_s());
+	jw_real(w, "start_uptime_s", uptime_s());
 	say("workload start uptime=%.3f", uptime_s());
 	pid = fork();
 	if (pid < 0) {
 		note(&errs, "workload", "fork: %s", strerror(errno));
-		jw_end_obj(w);
+		jw_obj_end(w);
 		return;
 	}
 	if (pid == 0)
@@ -411,35 +411,35 @@ static void run_workload(struct jw *w, const struct conf *c)
 			drain(pfd[i].fd == out.fd ? &out : &err);
 		}
 	}
-	jw_dbl(w, "end_uptime_s", uptime_s());
-	jw_dbl(w, "wall_s", mono_s() - start);
-	jw_int(w, "pid", pid);
+	jw_real(w, "end_uptime_s", uptime_s());
+	jw_real(w, "wall_s", mono_s() - start);
+	jw_i64(w, "pid", pid);
 	jw_bool(w, "timed_out", timed_out);
 	if (WIFEXITED(status)) {
-		jw_int(w, "exit_code", WEXITSTATUS(status));
+		jw_i64(w, "exit_code", WEXITSTATUS(status));
 		jw_null(w, "signal");
 	} else {
 		jw_null(w, "exit_code");
-		jw_int(w, "signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		jw_i64(w, "signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	}
-	jw_obj(w, "rusage");
-	jw_dbl(w, "utime_s", (double)ru.ru_utime.tv_sec +
+	jw_obj_begin(w, "rusage");
+	jw_real(w, "utime_s", (double)ru.ru_utime.tv_sec +
 	       (double)ru.ru_utime.tv_usec / 1e6);
-	jw_dbl(w, "stime_s", (double)ru.ru_stime.tv_sec +
+	jw_real(w, "stime_s", (double)ru.ru_stime.tv_sec +
 	       (double)ru.ru_stime.tv_usec / 1e6);
-	jw_int(w, "maxrss_kb", ru.ru_maxrss);
-	jw_int(w, "majflt", ru.ru_majflt);
-	jw_int(w, "minflt", ru.ru_minflt);
-	jw_end_obj(w);
+	jw_i64(w, "maxrss_kb", ru.ru_maxrss);
+	jw_i64(w, "majflt", ru.ru_majflt);
+	jw_i64(w, "minflt", ru.ru_minflt);
+	jw_obj_end(w);
 	if (!c->interactive) {
 		jw_strn(w, "stdout", out.b.data ? out.b.data : "", out.b.len);
-		jw_uint(w, "stdout_dropped_bytes", out.dropped);
+		jw_u64(w, "stdout_dropped_bytes", out.dropped);
 		jw_strn(w, "stderr", err.b.data ? err.b.data : "", err.b.len);
-		jw_uint(w, "stderr_dropped_bytes", err.dropped);
+		jw_u64(w, "stderr_dropped_bytes", err.dropped);
 	}
 	buf_free(&out.b);
 	buf_free(&err.b);
-	jw_end_obj(w);
+	jw_obj_end(w);
 	say("workload end uptime=%.3f status=0x%x", uptime_s(), status);
 }
 
@@ -458,14 +458,14 @@ static void kernel_log(struct jw *w)
 	char *line, *next;
 	int i;
 
-	jw_obj(w, "kernel_log");
+	jw_obj_begin(w, "kernel_log");
 	if (klog_read(&b) < 0 || !b.data) {
 		jw_null(w, "text");
-		jw_end_obj(w);
+		jw_obj_end(w);
 		return;
 	}
 	jw_strn(w, "text", b.data, b.len);
-	jw_arr(w, "flags");
+	jw_arr_begin(w, "flags");
 	for (i = 0; log_patterns[i]; i++) {
 		const char *first = NULL;
 		size_t first_len = 0;
@@ -486,14 +486,14 @@ static void kernel_log(struct jw *w)
 		}
 		if (!count)
 			continue;
-		jw_obj(w, NULL);
+		jw_obj_begin(w, NULL);
 		jw_str(w, "pattern", log_patterns[i]);
-		jw_int(w, "count", count);
+		jw_i64(w, "count", count);
 		jw_strn(w, "first", first, first_len);
-		jw_end_obj(w);
+		jw_obj_end(w);
 	}
-	jw_end_arr(w);
-	jw_end_obj(w);
+	jw_arr_end(w);
+	jw_obj_end(w);
 	buf_free(&b);
 }
 
@@ -617,8 +617,8 @@ int main(int argc, char **argv)
 		conf_path = argv[1];
 		out_path = argv[2];
 	}
-	jw_arr(&errs, NULL);
-	jw_arr(&warns, NULL);
+	jw_arr_begin(&errs, NULL);
+	jw_arr_begin(&warns, NULL);
 	if (pid1)
 		mounts();
 	say("start uptime=%.3f", t_start);
@@ -637,7 +637,7 @@ int main(int argc, char **argv)
 		abort();
 	}
 
-	jw_obj(&w, NULL);
+	jw_obj_begin(&w, NULL);
 	jw_str(&w, "schema", "swaplab-agent/1");
 	jw_str(&w, "agent_version", AGENT_VERSION);
 	jw_str(&w, "cell", c.cell);
@@ -681,18 +681,18 @@ int main(int argc, char **argv)
 	snapshot(&w, "after");
 	if (pid1)
 		kernel_log(&w);
-	jw_obj(&w, "times");
-	jw_dbl(&w, "agent_start_uptime_s", t_start);
-	jw_dbl(&w, "settings_done_uptime_s", t_settings);
-	jw_dbl(&w, "swap_ready_uptime_s", t_swap);
-	jw_dbl(&w, "result_uptime_s", uptime_s());
-	jw_end_obj(&w);
-	jw_end_arr(&errs);
-	jw_end_arr(&warns);
+	jw_obj_begin(&w, "times");
+	jw_real(&w, "agent_start_uptime_s", t_start);
+	jw_real(&w, "settings_done_uptime_s", t_settings);
+	jw_real(&w, "swap_ready_uptime_s", t_swap);
+	jw_real(&w, "result_uptime_s", uptime_s());
+	jw_obj_end(&w);
+	jw_arr_end(&errs);
+	jw_arr_end(&warns);
 	jw_raw(&w, "errors", errs.b.data);
 	jw_raw(&w, "warnings", warns.b.data);
 	jw_str(&w, "status", errs.b.len > 2 ? "error" : "ok");
-	jw_end_obj(&w);
+	jw_obj_end(&w);
 	send_frame(&c, out_path, &w.b);
 	power_off();
 	return 0;

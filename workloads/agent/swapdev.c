@@ -157,18 +157,18 @@ static void block_facts(struct jw *w, const char *name)
 
 	snprintf(path, sizeof(path), "/sys/block/%.64s/size", name);
 	if (read_line(path, val, sizeof(val)) == 0)
-		jw_uint(w, "size_sectors", strtoull(val, NULL, 10));
+		jw_u64(w, "size_sectors", strtoull(val, NULL, 10));
 	snprintf(path, sizeof(path), "/sys/block/%.64s/device/model", name);
 	if (read_line(path, val, sizeof(val)) == 0)
 		jw_str(w, "model", val);
-	jw_obj(w, "queue");
+	jw_obj_begin(w, "queue");
 	for (i = 0; queue_files[i]; i++) {
 		snprintf(path, sizeof(path), "/sys/block/%.64s/queue/%.64s", name,
 			 queue_files[i]);
 		if (read_line(path, val, sizeof(val)) == 0)
 			jw_str(w, queue_files[i], val);
 	}
-	jw_end_obj(w);
+	jw_obj_end(w);
 }
 
 #define ND "/sys/bus/nd"
@@ -270,7 +270,7 @@ int swapdev_setup(struct jw *w, const char *dev, unsigned long long max_kib,
 	double t0;
 	int ret;
 
-	jw_obj(w, "device");
+	jw_obj_begin(w, "device");
 	jw_str(w, "path", dev);
 	ret = wait_for(dev, wait_s);
 	if (ret) {
@@ -289,24 +289,24 @@ int swapdev_setup(struct jw *w, const char *dev, unsigned long long max_kib,
 	}
 	block_facts(w, name);
 	ret = mkswap(dev, max_kib, &bytes, &pages);
-	jw_uint(w, "size_bytes", bytes);
+	jw_u64(w, "size_bytes", bytes);
 	if (ret) {
 		snprintf(err, errsize, "mkswap %s: %s", dev, strerror(-ret));
 		goto out;
 	}
-	jw_uint(w, "swap_pages", pages);
+	jw_u64(w, "swap_pages", pages);
 	t0 = mono_s();
 	if (swapon(dev, 0) < 0) {
 		ret = -errno;
 		snprintf(err, errsize, "swapon %s: %s", dev, strerror(errno));
 		goto out;
 	}
-	jw_dbl(w, "swapon_s", mono_s() - t0);
+	jw_real(w, "swapon_s", mono_s() - t0);
 	swapon_line(w);
 	if (read_file("/proc/swaps", &swaps) == 0 && swaps.data)
 		jw_str(w, "proc_swaps", swaps.data);
 	buf_free(&swaps);
 out:
-	jw_end_obj(w);
+	jw_obj_end(w);
 	return ret;
 }

@@ -207,7 +207,7 @@ void trace_finish(struct trace *t, struct jw *w)
 	struct trace_shared *sh = t->sh;
 	int i;
 
-	jw_obj(w, "trace");
+	jw_obj_begin(w, "trace");
 	jw_str(w, "function", t->func);
 	jw_str(w, "tracer", "function_graph");
 	jw_str(w, "what", "wall time from entry to return of each call, ns "
@@ -217,7 +217,7 @@ void trace_finish(struct trace *t, struct jw *w)
 		sh->stop = 1;
 		waitpid(t->reader, NULL, 0);
 	}
-	jw_uint(w, "overruns", overruns());
+	jw_u64(w, "overruns", overruns());
 	/*
 	 * The tracer stays on: switching it off re-patches kernel text with
 	 * int3 breakpoints, and under multi-threaded TCG another vCPU can
@@ -228,37 +228,37 @@ void trace_finish(struct trace *t, struct jw *w)
 		t->err[0] = '\0';
 	}
 	if (!sh) {
-		jw_end_obj(w);
+		jw_obj_end(w);
 		return;
 	}
-	jw_uint(w, "lines", sh->lines);
-	jw_uint(w, "count", sh->samples);
-	jw_uint(w, "kept", sh->kept);
-	jw_uint(w, "sum_ns", sh->sum_ns);
-	jw_uint(w, "min_ns", sh->min_ns);
-	jw_uint(w, "max_ns", sh->max_ns);
+	jw_u64(w, "lines", sh->lines);
+	jw_u64(w, "count", sh->samples);
+	jw_u64(w, "kept", sh->kept);
+	jw_u64(w, "sum_ns", sh->sum_ns);
+	jw_u64(w, "min_ns", sh->min_ns);
+	jw_u64(w, "max_ns", sh->max_ns);
 	if (sh->kept) {
 		qsort(sh->dur, sh->kept, sizeof(sh->dur[0]), cmp_u32);
-		jw_obj(w, "percentiles_ns");
+		jw_obj_begin(w, "percentiles_ns");
 		for (i = 0; i < 4; i++) {
 			uint64_t idx = (uint64_t)(pct[i] / 100.0 *
 						  (double)(sh->kept - 1) + 0.5);
 
-			jw_uint(w, pname[i], sh->dur[idx]);
+			jw_u64(w, pname[i], sh->dur[idx]);
 		}
-		jw_end_obj(w);
+		jw_obj_end(w);
 	}
-	jw_arr(w, "histogram");	/* [upper bound ns (exclusive), count] */
+	jw_arr_begin(w, "histogram");	/* [upper bound ns (exclusive), count] */
 	for (i = 0; i < NBUCKETS; i++) {
 		if (!sh->hist[i])
 			continue;
-		jw_arr(w, NULL);
-		jw_uint(w, NULL, i ? 1ULL << i : 1);
-		jw_uint(w, NULL, sh->hist[i]);
-		jw_end_arr(w);
+		jw_arr_begin(w, NULL);
+		jw_u64(w, NULL, i ? 1ULL << i : 1);
+		jw_u64(w, NULL, sh->hist[i]);
+		jw_arr_end(w);
 	}
-	jw_end_arr(w);
-	jw_end_obj(w);
+	jw_arr_end(w);
+	jw_obj_end(w);
 	munmap(sh, sizeof(*sh));
 	t->sh = NULL;
 }

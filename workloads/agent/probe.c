@@ -33,6 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jw.h"
+#include "parse.h"
+
 #define KIB		1024ULL
 #define MIB		(1024ULL * 1024)
 #define MAX_QD		64
@@ -177,9 +180,9 @@ static double pct(const double *v, uint32_t n, double p)
 	return v[i - 1];
 }
 
-static int run_test(const struct test *t, int fd, uint64_t size,
-		    double runtime_ms, uint64_t max_mib, double dilation,
-		    bool first)
+static int run_test(struct jw *j, const struct test *t, int fd,
+		    uint64_t size, double runtime_ms, uint64_t max_mib,
+		    double dilation)
 {
 	struct worker w[MAX_QD];
 	struct run r;
@@ -217,29 +220,38 @@ static int run_test(const struct test *t, int fd, uint64_t size,
 	qsort(r.lat, r.nlat, sizeof(double), cmp_double);
 	for (i = 0; i < r.nlat; i++)
 		sum += r.lat[i];
-	printf("%s\n  {\"name\": \"%s\", \"rw\": \"%s\", \"pattern\": \"%s\", "
-	       "\"bs\": %u, \"qd\": %d, \"ops\": %llu, \"bytes\": %llu, "
-	       "\"seconds\": %.6f, \"iops\": %.2f, \"mb_s\": %.3f, "
-	       "\"lat_us\": {\"mean\": %.2f, \"min\": %.2f, \"p50\": %.2f, "
-	       "\"p90\": %.2f, \"p99\": %.2f, \"max\": %.2f}",
-	       first ? "" : ",", t->name, t->write ? "write" : "read",
-	       t->seq ? "seq" : "rand", t->bs, t->qd,
-	       (unsigned long long)r.ops, (unsigned long long)r.bytes, secs,
-	       secs > 0 ? r.ops / secs : 0, secs > 0 ? r.bytes / secs / 1e6 : 0,
-	       r.nlat ? sum / r.nlat / 1e3 : 0,
-	       r.nlat ? r.lat[0] / 1e3 : 0, pct(r.lat, r.nlat, 50) / 1e3,
-	       pct(r.lat, r.nlat, 90) / 1e3, pct(r.lat, r.nlat, 99) / 1e3,
-	       r.nlat ? r.lat[r.nlat - 1] / 1e3 : 0);
-	if (dilation > 0)
-		printf(", \"undilated\": {\"mean_us\": %.3f, \"p50_us\": %.3f, "
-		       "\"mb_s\": %.3f, \"iops\": %.2f}",
-		       r.nlat ? sum / r.nlat / 1e3 / dilation : 0,
-		       pct(r.lat, r.nlat, 50) / 1e3 / dilation,
-		       secs > 0 ? r.bytes / secs / 1e6 * dilation : 0,
-		       secs > 0 ? r.ops / secs * dilation : 0);
+	jw_obj_begin(j, NULL);
+	jw_str(j, "name", t->name);
+	jw_str(j, "rw", t->write ? "write" : "read");
+	jw_str(j, "pattern", t->seq ? "seq" : "rand");
+	jw_u64(j, "bs", t->bs);
+	jw_i64(j, "qd", t->qd);
+	jw_u64(j, "ops", r.ops);
+	jw_u64(j, "bytes", r.bytes);
+	jw_dbl(j, "seconds", secs, 6);
+	jw_dbl(j, "iops", secs > 0 ? r.ops / secs : 0, 2);
+	jw_dbl(j, "mb_s", secs > 0 ? r.bytes / secs / 1e6 : 0, 3);
+	jw_obj_begin(j, "lat_us");
+	jw_dbl(j, "mean", r.nlat ? sum / r.nlat / 1e3 : 0, 2);
+	jw_dbl(j, "min", r.nlat ? r.lat[0] / 1e3 : 0, 2);
+	jw_dbl(j, "p50", pct(r.lat, r.nlat, 50) / 1e3, 2);
+	jw_dbl(j, "p90", pct(r.lat, r.nlat, 90) / 1e3, 2);
+	jw_dbl(j, "p99", pct(r.lat, r.nlat, 99) / 1e3, 2);
+	jw_dbl(j, "max", r.nlat ? r.lat[r.nlat - 1] / 1e3 : 0, 2);
+	jw_obj_end(j);
+	if (dilation > 0) {
+		jw_obj_begin(j, "undilated");
+		jw_dbl(j, "mean_us", r.nlat ? sum / r.nlat / 1e3 / dilation : 0,
+		       3);
+		jw_dbl(j, "p50_us", pct(r.lat, r.nlat, 50) / 1e3 / dilation, 3);
+		jw_dbl(j, "mb_s", secs > 0 ? r.bytes / secs / 1e6 * dilation : 0,
+		       3);
+		jw_dbl(j, "iops", secs > 0 ? r.ops / secs * dilation : 0, 2);
+		jw_obj_end(j);
+	}
 	if (atomic_load(&r.error))
-		printf(", \"error\": \"%s\"", strerror(atomic_load(&r.error)));
-	printf("}");
+		jw_str(j, "error", strerror(atomic_load(&r.error)));
+	jw_obj_end(j);
 	free(r.lat);
 	pthread_mutex_destroy(&r.lock);
 	return 0;
@@ -305,31 +317,36 @@ int main(int argc, char **argv)
 	const char *list = "all";
 	double runtime_ms = 500, dilation = 0, t0;
 	uint64_t max_mib = 64, size = 0;
-	bool keep_swap = false, was_swap, first = true;
+	bool keep_swap = false, was_swap;
 	void *header = NULL;
+	struct jw j;
 	int fd, i, ret = 0;
 	size_t k;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--device") && i + 1 < argc)
+		if (!strcmp(argv[i], "--device") && i + 1 < argc) {
 			snprintf(dev, sizeof(dev), "%s", argv[++i]);
-		else if (!strcmp(argv[i], "--runtime-ms") && i + 1 < argc)
-			runtime_ms = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc)
-			max_mib = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--tests") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--runtime-ms") && i + 1 < argc) {
+			if (parse_pos_double(argv[++i], 3600e3, &runtime_ms))
+				usage(argv[0]);
+		} else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc) {
+			if (parse_u64(argv[++i], 1, 1 << 20, &max_mib))
+				usage(argv[0]);
+		} else if (!strcmp(argv[i], "--tests") && i + 1 < argc) {
 			list = argv[++i];
-		else if (!strcmp(argv[i], "--dilation") && i + 1 < argc)
-			dilation = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--keep-swap"))
+		} else if (!strcmp(argv[i], "--dilation") && i + 1 < argc) {
+			if (parse_pos_double(argv[++i], 1e6, &dilation))
+				usage(argv[0]);
+		} else if (!strcmp(argv[i], "--keep-swap")) {
 			keep_swap = true;
-		else if (!strcmp(argv[i], "--list")) {
+		} else if (!strcmp(argv[i], "--list")) {
 			for (k = 0; k < NTESTS; k++)
 				printf("%s%s\n", tests[k].name,
 				       tests[k].quick ? " (quick)" : "");
 			return 0;
-		} else
+		} else {
 			usage(argv[0]);
+		}
 	}
 	if (!dev[0] && first_swap(dev, sizeof(dev))) {
 		fprintf(stderr, "swaplab-probe: no --device and no swap in "
@@ -363,38 +380,44 @@ int main(int argc, char **argv)
 	}
 	size = size / (2 * MIB) * (2 * MIB);
 	t0 = now_ns();
-	printf("{\"schema\": \"swaplab-probe/1\", \"device\": \"%s\", "
-	       "\"size_bytes\": %llu, \"runtime_ms\": %.0f, \"max_mib\": %llu, "
-	       "\"dilation\": ", dev, (unsigned long long)size, runtime_ms,
-	       (unsigned long long)max_mib);
+	jw_init(&j, stdout);
+	jw_obj_begin(&j, NULL);
+	jw_str(&j, "schema", "swaplab-probe/1");
+	jw_str(&j, "device", dev);
+	jw_u64(&j, "size_bytes", size);
+	jw_dbl(&j, "runtime_ms", runtime_ms, 0);
+	jw_u64(&j, "max_mib", max_mib);
 	if (dilation > 0)
-		printf("%.4f", dilation);
+		jw_dbl(&j, "dilation", dilation, 4);
 	else
-		printf("null");
-	printf(", \"was_swap\": %s, \"tests\": [", was_swap ? "true" : "false");
+		jw_null(&j, "dilation");
+	jw_bool(&j, "was_swap", was_swap);
+	jw_arr_begin(&j, "tests");
 	for (k = 0; k < NTESTS; k++) {
 		if (!selected(&tests[k], list))
 			continue;
-		ret = run_test(&tests[k], fd, size, runtime_ms, max_mib,
-			       dilation, first);
-		first = false;
+		ret = run_test(&j, &tests[k], fd, size, runtime_ms, max_mib,
+			       dilation);
 		if (ret)
 			break;
 		fflush(stdout);
 	}
-	printf("\n], \"probe_s\": %.3f", (now_ns() - t0) / 1e9);
+	jw_arr_end(&j);
+	jw_dbl(&j, "probe_s", (now_ns() - t0) / 1e9, 3);
 	if (was_swap) {
 		if (pwrite(fd, header, 4096, 0) != 4096 || fsync(fd)) {
 			ret = -errno;
-			printf(", \"swap_restored\": false");
+			jw_bool(&j, "swap_restored", false);
 		} else {
 			close(fd);
 			fd = -1;
 			ret = swapon(dev, 0) ? -errno : 0;
-			printf(", \"swap_restored\": %s", ret ? "false" : "true");
+			jw_bool(&j, "swap_restored", !ret);
 		}
 	}
-	printf(", \"status\": \"%s\"}\n", ret ? "error" : "ok");
+	jw_str(&j, "status", ret ? "error" : "ok");
+	jw_obj_end(&j);
+	jw_finish(&j);
 	if (fd >= 0)
 		close(fd);
 	free(header);

@@ -34,6 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jw.h"
+#include "parse.h"
+
 #define ALU_ITERS	400000ULL
 #define MEM_BYTES	(8u << 20)
 #define MEM_ITERS	20000ULL
@@ -147,10 +150,11 @@ __attribute__((noinline)) static void sys_loop(uint64_t iters)
 		sink += (uint64_t)syscall(SYS_getppid);
 }
 
-static double best_ns(void (*fn)(uint64_t), uint64_t iters, int trials)
+static double best_ns(void (*fn)(uint64_t), uint64_t iters,
+		      unsigned int trials)
 {
 	double best = 0, t0, t;
-	int i;
+	unsigned int i;
 
 	fn(iters);			/* warm up (and translate, under TCG) */
 	for (i = 0; i < trials; i++) {
@@ -165,14 +169,15 @@ static double best_ns(void (*fn)(uint64_t), uint64_t iters, int trials)
 
 int main(int argc, char **argv)
 {
-	int trials = 101, kmsg = 0, i, n, fd;
-	unsigned int w;
+	unsigned int trials = 101, w;
+	int kmsg = 0, i, fd;
 	double alu, mem, sys, load, fault;
-	char line[512];
+	struct jw line = { 0 };
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--trials") && i + 1 < argc) {
-			trials = atoi(argv[++i]);
+		if (!strcmp(argv[i], "--trials") && i + 1 < argc &&
+		    !parse_uint(argv[i + 1], 100000, &trials)) {
+			i++;
 		} else if (!strcmp(argv[i], "--kmsg")) {
 			kmsg = 1;
 		} else if (!strcmp(argv[i], "--")) {
@@ -184,8 +189,6 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (trials < 1)
-		trials = 1;
 	for (w = 0; w < LOAD_WORDS; w++)
 		words[w] = (uint64_t)w * 2654435761u;
 	if (chain_init()) {
@@ -197,30 +200,31 @@ int main(int argc, char **argv)
 	sys = best_ns(sys_loop, SYS_ITERS, trials);
 	load = best_ns(load_loop, LOAD_ITERS, trials) / LOAD_WORDS;
 	fault = best_ns(fault_loop, FAULT_MAPS, trials) / FAULT_PAGES;
-	n = snprintf(line, sizeof(line),
-		     "{\"schema\": \"swaplab-dilate/1\", \"trials\": %d, "
-		     "\"alu_ns_per_iter\": %.4f, \"mem_ns_per_iter\": %.4f, "
-		     "\"sys_ns_per_call\": %.4f, \"load_ns_per_word\": %.4f, "
-		     "\"fault_ns_per_page\": %.4f}", trials, alu, mem, sys,
-		     load, fault);
+	/* one line: the lab finds it in a log by its prefix */
+	jw_obj_begin(&line, NULL);
+	jw_str(&line, "schema", "swaplab-dilate/1");
+	jw_u64(&line, "trials", trials);
+	jw_dbl(&line, "alu_ns_per_iter", alu, 4);
+	jw_dbl(&line, "mem_ns_per_iter", mem, 4);
+	jw_dbl(&line, "sys_ns_per_call", sys, 4);
+	jw_dbl(&line, "load_ns_per_word", load, 4);
+	jw_dbl(&line, "fault_ns_per_page", fault, 4);
+	jw_obj_end(&line);
 	if (i >= argc) {
-		printf("%s\n", line);
+		printf("%s\n", line.b.data);
 		return 0;
 	}
-	fprintf(stderr, "swaplab-dilate: %s\n", line);
+	fprintf(stderr, "swaplab-dilate: %s\n", line.b.data);
 	if (kmsg) {
 		fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 		if (fd >= 0) {
-			char k[600];
-			int m = snprintf(k, sizeof(k),
-					 "<5>swaplab-dilate: %s\n", line);
-
-			if (write(fd, k, (size_t)m) < 0)
+			if (dprintf(fd, "<5>swaplab-dilate: %s\n",
+				    line.b.data) < 0)
 				perror("swaplab-dilate: /dev/kmsg");
 			close(fd);
 		}
 	}
-	(void)n;
+	buf_free(&line.b);
 	free(chain);
 	execvp(argv[i], argv + i);
 	fprintf(stderr, "swaplab-dilate: exec %s: %s\n", argv[i],
