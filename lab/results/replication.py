@@ -174,10 +174,7 @@ def replicate(runs: Sequence[RunAnswers]) -> list[Replication]:
         if len(looks) >= 2 and len(looks) == len(per_run):
             q_stat, q_p, i2 = heterogeneity(looks)
         pooled, note = _pooled(a.question, a.backend, runs)
-        replicated, why = _replicated(per_run, runs)
-        if other_way and len(per_run) < 2:
-            why = f"asked another way (workload, metric) in " \
-                f"{', '.join(other_way)}"
+        replicated, why = _replicated(per_run, other_way, runs)
         out.append(Replication(a.question, a.backend, tuple(per_run),
                                q_stat, q_p, i2, pooled, note, replicated,
                                why))
@@ -185,8 +182,15 @@ def replicate(runs: Sequence[RunAnswers]) -> list[Replication]:
 
 
 def _replicated(per_run: Sequence[tuple[str, ans.Answer]],
+                other_way: Sequence[str],
                 runs: Iterable[RunAnswers]) -> tuple[bool, str]:
+    """Whether the answers of `per_run` replicate, and why (not);
+    `other_way` names the runs that ask the question of the same name
+    another way."""
     verdicts = {b.verdict for _, b in per_run}
+    if len(per_run) < 2 and other_way:
+        return False, f"asked another way (workload, metric) in " \
+            f"{', '.join(other_way)}"
     if len(per_run) < 2:
         return False, "answered in one run only"
     if any(not b.decided for _, b in per_run):
