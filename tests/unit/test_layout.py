@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import subprocess
+import sys
 from pathlib import Path
 
 from lab.paths import REPO
@@ -95,3 +97,60 @@ def test_the_depth_counts_a_real_chain() -> None:
     assert depth("lab.errors") == 1
     assert depth("lab.spec.model") == 2
     assert depth("lab.report.reportdir") > depth("lab.report.slide")
+
+
+MAX_LINES = 450
+
+
+def test_no_import_cycle_even_through_a_function_level_import() -> None:
+    """A function-level import defers a load, it does not make a cycle
+    harmless: the runner booting calibration guests through dilation,
+    which booted them through the runner, was one."""
+    cycles = []
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for dep in sorted(GRAPH.get(module, ())):
+            if dep not in GRAPH or module.startswith(dep + "."):
+                continue
+            if state.get(dep) == "open":
+                cycles.append(path[path.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, path + [dep])
+        state[module] = "done"
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, cycles
+
+
+def test_no_module_is_longer_than_450_lines() -> None:
+    long = {str(p.relative_to(REPO)): n for p in LAB.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, long
+
+
+def test_build_validate_and_boot_load_no_plotting_or_statistics() -> None:
+    """`lab build`, `lab validate` and `lab boot` never need matplotlib
+    or scipy: what they load at start (the CLI and the modules they reach
+    at module level) reaches no report or statistics module."""
+    def reach(module: str, seen: set[str]) -> set[str]:
+        for dep in LOADS.get(module, ()):
+            if dep in LOADS and dep not in seen:
+                seen.add(dep)
+                reach(dep, seen)
+        return seen
+
+    loaded = reach("lab.cli", {"lab.cli"})
+    heavy = {m for m in loaded if top(m) in ("report", "results")
+             and m not in ("lab.results.store", "lab.results.record")}
+    assert not heavy, sorted(heavy)
+    # and in a real process: validate the repository's matrix
+    probe = ("import sys; from lab import cli; rc = cli.main(['validate']); "
+             "print(rc, sorted(m for m in sys.modules "
+             "if m.split('.')[0] in ('matplotlib', 'scipy')))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "0 []", out.stdout
