@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -106,9 +107,11 @@ class Setup:
         """What the guest saw that differs from what this backend is."""
         if not device:
             return ["the guest reported no swap device"]
-        problems = []
+        problems = swap_file_problems(self.expect.get("swap_file"), device)
         queue = device.get("queue") or {}
         for key, want in self.expect.items():
+            if key == "swap_file":
+                continue
             have = device.get("name") if key == "name" else queue.get(key)
             if have is None:
                 problems.append(f"{key}: not reported, expected {want}")
@@ -116,6 +119,36 @@ class Setup:
                 problems.append(f"{key}: guest saw {have}, backend "
                                 f"{self.backend.name} expects {want}")
         return problems
+
+
+def swap_file_problems(layout: str | None,
+                       device: dict[str, Any]) -> list[str]:
+    """What the guest showed that differs from swap on a file (`layout`)
+    or, with no layout, from swap on the device itself: the kernel's
+    swap list names the area's type, and a fragmented file must have
+    more than one extent."""
+    swaps = str(device.get("proc_swaps") or "").splitlines()[1:]
+    kinds = [f[1] for f in (line.split() for line in swaps) if len(f) > 1]
+    want = "file" if layout else "partition"
+    if kinds != [want]:
+        return [f"swap areas {kinds or 'none'} in /proc/swaps, expected "
+                f"one {want}"]
+    if not layout:
+        return []
+    info = device.get("swap_file") or {}
+    if info.get("fragmented") != (layout == "fragmented"):
+        return [f"swap file fragmented={info.get('fragmented')}, expected "
+                f"a {layout} one"]
+    extents = swap_extents(device.get("swapon_line"))
+    if layout == "fragmented" and (extents or 0) < 2:
+        return [f"the fragmented swap file has {extents} extents"]
+    return []
+
+
+def swap_extents(line: str | None) -> int | None:
+    """N in the kernel's "Adding ...k swap on X.  Priority:P extents:N"."""
+    m = re.search(r"extents:(\d+)", line or "")
+    return int(m.group(1)) if m else None
 
 
 def _blockdev_arg(node: dict[str, Any]) -> list[str]:
@@ -139,6 +172,31 @@ def throttled(source: BlockSource, iops: int, mib_s: int,
                  "throttle-group": group, "file": bottom}
 
 
+# A swap file's file system: its metadata, and the room the agent leaves
+# free (SLACK_BYTES in workloads/agent/swapfile.c).
+SWAP_FILE_FS_MIB = 64
+
+
+def disk_mib(backend: Backend, guest: Guest) -> int:
+    """The drive's size: the swap size, or with a swap file room for its
+    file system too, and for the filler files between its blocks (half
+    the drive) when it is fragmented."""
+    layout = backend.params.get("swap_file")
+    if layout is None:
+        return guest.swap_mib
+    factor = 2 if layout == "fragmented" else 1
+    return factor * (guest.swap_mib + SWAP_FILE_FS_MIB)
+
+
+def swap_file_setup(backend: Backend) -> tuple[list[tuple[str, str]],
+                                               dict[str, str]]:
+    """The agent's swap_file key and what the guest must show for it."""
+    layout = backend.params.get("swap_file")
+    if layout is None:
+        return [], {}
+    return [("swap_file", str(layout))], {"swap_file": str(layout)}
+
+
 def _int(backend: Backend, key: str, default: int) -> int:
     value = backend.params.get(key, default)
     try:
@@ -150,7 +208,8 @@ def _int(backend: Backend, key: str, default: int) -> int:
 
 def rotational(backend: Backend, guest: Guest, image_dir: Path,
                source: BlockSource | None = None) -> Setup:
-    src = source or FileSource(image_dir / "swap.img", guest.swap_mib)
+    src = source or FileSource(image_dir / "swap.img",
+                               disk_mib(backend, guest))
     src.prepare()
     rate = _int(backend, "rotation_rate", 7200)
     if rate < 2:
@@ -166,24 +225,27 @@ def rotational(backend: Backend, guest: Guest, image_dir: Path,
         "-device", "virtio-scsi-pci,id=swapscsi",
         "-device", f"scsi-hd,bus=swapscsi.0,drive={NODE},"
                    f"rotation_rate={rate},serial=swaplab-swap"]
+    agent, file_expect = swap_file_setup(backend)
     return Setup(backend, "/dev/sda", args,
-                 expect={"name": "sda", "rotational": "1"},
-                 source=src.describe(),
+                 expect={"name": "sda", "rotational": "1", **file_expect},
+                 agent=agent, source=src.describe(),
                  image=getattr(src, "path", None))
 
 
 def nvme(backend: Backend, guest: Guest, image_dir: Path,
          source: BlockSource | None = None) -> Setup:
-    src = source or FileSource(image_dir / "swap.img", guest.swap_mib)
+    src = source or FileSource(image_dir / "swap.img",
+                               disk_mib(backend, guest))
     src.prepare()
     mdts = _int(backend, "mdts", 9)
     top = dict(src.blockdev(), **{"node-name": NODE})
     args = _blockdev_arg(top) + [
         "-device", f"nvme,serial=swaplab0,drive={NODE},mdts={mdts}"]
-    expect = {"name": "nvme0n1", "rotational": "0"}
+    agent, file_expect = swap_file_setup(backend)
+    expect = {"name": "nvme0n1", "rotational": "0", **file_expect}
     if 0 < mdts <= 10:      # the guest caps transfers at 4 MiB anyway
         expect["max_hw_sectors_kb"] = str(4 << mdts)
-    return Setup(backend, "/dev/nvme0n1", args, expect=expect,
+    return Setup(backend, "/dev/nvme0n1", args, expect=expect, agent=agent,
                  source=src.describe(), image=getattr(src, "path", None))
 
 

@@ -40,7 +40,7 @@ from typing import Any, Iterator
 
 from lab import procs
 from lab.errors import LabError
-from lab.guest import initramfs
+from lab.guest import backends, initramfs
 from lab.paths import REPO
 from lab.spec.model import FAULT_RATES, MODELS, Backend, Guest
 
@@ -297,7 +297,8 @@ def source_for(backend: Backend, guest: Guest, image_dir: Path,
     if model == "none":
         return None
     scale, record = scale_for(backend, factor)
-    return ModelSource(image_dir / "swap.img", guest.swap_mib, model,
+    return ModelSource(image_dir / "swap.img",
+                       backends.disk_mib(backend, guest), model,
                        model_params(backend), scale, record, log)
 
 

@@ -45,6 +45,9 @@ LOG_FLAGS = (
     ("oom", OOM_RE),
     ("lockup", re.compile(r"soft lockup|hard LOCKUP|self-detected stall|"
                           r"detected stalls on CPUs|blocked for more than")),
+    # a file system on the swap drive found its own metadata damaged
+    # (swap_file backends): swap IO went where it must not
+    ("fs_error", re.compile(r"EXT[234]-fs error")),
 )
 
 

@@ -239,6 +239,7 @@ def build_result(spec: CellSpec, setup: backends.Setup | None,
         dev["swap_flags"] = swap_flags(dev.get("swapon_line"))
         dev["rotational"] = (dev.get("queue") or {}).get("rotational")
     res["device"] = dev
+    res["swap_file_check"] = payload.get("swap_file_check")
     res["settings"] = payload.get("settings", [])
     before, after = snapshot(payload.get("before")), \
         snapshot(payload.get("after"))

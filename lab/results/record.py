@@ -10,7 +10,7 @@ from lab.spec.model import Cell
 
 
 KERNEL_COMPLAINTS = ("warn", "bug", "oops", "panic", "kasan", "lockdep",
-                     "gpf", "lockup")
+                     "gpf", "lockup", "fs_error")
 # A cell during which other work took more than this share of the host's
 # CPU (lab.guest.hostload) is set aside like a failed one: under TCG the
 # guest ran slower by an unknown amount. On a quiet host the share is

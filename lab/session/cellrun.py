@@ -146,4 +146,12 @@ def sanity(result: dict[str, Any]) -> list[str]:
                                           " seen by forked children")):
         if total.get(key):
             problems.append(f"{total[key]} data mismatches{who}")
+    # the file system around a swap file (workloads/agent/swapfile.h)
+    check = result.get("swap_file_check") or {}
+    if check.get("bad") or check.get("unreadable"):
+        problems.append(
+            f"the swap file's file system lost data: {check.get('bad')} of "
+            f"{check.get('files')} filler files changed, "
+            f"{check.get('unreadable')} unreadable (first: "
+            f"{check.get('first_bad')})")
     return problems

@@ -27,8 +27,11 @@ BACKEND_PARAMS: dict[str, dict[str, str]] = {
 }
 FAULT_PARAMS = dict.fromkeys(FAULT_RATES, "rate") | {"error_seed": "int"}
 for _kind in ("rotational", "nvme"):
-    BACKEND_PARAMS[_kind].update(FAULT_PARAMS)
+    BACKEND_PARAMS[_kind].update(FAULT_PARAMS, swap_file="str")
 PMEM_MODES = ("nvdimm", "memmap")
+# Swap on a file in a file system on the drive (workloads/agent/swapfile.h):
+# its blocks interleaved with filler files', or written in one piece.
+SWAP_FILE_LAYOUTS = ("fragmented", "contiguous")
 
 
 def backend(name: str, node: Node) -> Backend:
@@ -58,6 +61,10 @@ def backend(name: str, node: Node) -> Backend:
             params[param] = dilation(child)
         else:
             params[param] = as_str(child)
+    if "swap_file" in params and params["swap_file"] not in \
+            SWAP_FILE_LAYOUTS:
+        raise expected(node.value["swap_file"],
+                       f"swap_file: {' or '.join(SWAP_FILE_LAYOUTS)}")
     if kind == "pmem" and params.get("mode", "nvdimm") not in PMEM_MODES:
         raise expected(node.value["mode"], " or ".join(PMEM_MODES))
     if "model" in params and params["model"] not in MODELS[kind]:

@@ -183,12 +183,53 @@ def test_ovmf(tmp_path):
         argv_for(setup, tmp_path, firmware="coreboot")
 
 
+SWAPS_HEAD = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+SWAPS_DISK = SWAPS_HEAD + "/dev/sda  partition\t524284\t\t0\t\t-2\n"
+SWAPS_FILE = SWAPS_HEAD + "/run/swapfs/swapfile  file\t491516\t0\t-2\n"
+# as 6.1 logs a swap file written into 128 KiB holes (a guest's, swapfile.c)
+ADDING_FILE = ("Adding 491516k swap on /run/swapfs/swapfile.  Priority:-2 "
+               "extents:3841 across:1003516k SS")
+
+
 def test_check_device_facts(tmp_path):
     setup = backends.prepare(MATRIX.backends["rotational"], GUEST, tmp_path)
-    assert setup.check({"name": "sda", "queue": {"rotational": "1"}}) == []
-    problems = setup.check({"name": "sda", "queue": {"rotational": "0"}})
+    disk = {"name": "sda", "queue": {"rotational": "1"},
+            "proc_swaps": SWAPS_DISK}
+    assert setup.check(disk) == []
+    problems = setup.check(dict(disk, queue={"rotational": "0"}))
     assert problems and "rotational" in problems[0]
     assert setup.check(None) == ["the guest reported no swap device"]
+    # swap on the device means no swap file
+    assert "expected one partition" in \
+        setup.check(dict(disk, proc_swaps=SWAPS_FILE))[0]
+
+
+def test_a_swap_file_backend(tmp_path):
+    """swap_file: the drive holds the file system and, fragmented, the
+    filler files; the agent is told the layout; the guest must show one
+    swap file, fragmented into extents."""
+    frag = Backend("nvme-file", "nvme", {"mdts": 9,
+                                         "swap_file": "fragmented"})
+    setup = backends.prepare(frag, GUEST, tmp_path)
+    assert ("swap_file", "fragmented") in setup.agent
+    assert setup.source and setup.source["size_mib"] == \
+        2 * (GUEST.swap_mib + backends.SWAP_FILE_FS_MIB)
+    whole = Backend("nvme-file1", "nvme", {"swap_file": "contiguous"})
+    assert backends.disk_mib(whole, GUEST) == \
+        GUEST.swap_mib + backends.SWAP_FILE_FS_MIB
+    good = {"name": "nvme0n1", "queue": {"rotational": "0",
+                                         "max_hw_sectors_kb": "2048"},
+            "proc_swaps": SWAPS_FILE, "swapon_line": ADDING_FILE,
+            "swap_file": {"path": "/run/swapfs/swapfile",
+                          "fragmented": True}}
+    assert setup.check(good) == []
+    assert backends.swap_extents(ADDING_FILE) == 3841
+    one = dict(good, swapon_line=ADDING_FILE.replace("3841", "1"))
+    assert "has 1 extents" in setup.check(one)[0]
+    assert "expected one file" in \
+        setup.check(dict(good, proc_swaps=SWAPS_DISK))[0]
+    assert "expected a fragmented" in setup.check(
+        dict(good, swap_file={"fragmented": False}))[0]
 
 
 def test_bad_params(tmp_path):

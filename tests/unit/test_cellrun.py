@@ -73,3 +73,13 @@ def test_inputs_follow_the_cells_own_programs_only(cache, monkeypatch,
     assert inputs(cache) == before
     (build_dir / "swapbench").write_bytes(b"rebuilt")
     assert inputs(cache) != before
+
+
+def test_a_swap_file_that_damaged_its_file_system_is_not_trusted():
+    ok = {"swap_file_check": {"files": 2000, "bad": 0, "unreadable": 0}}
+    assert cellrun.sanity(ok) == []
+    bad = {"swap_file_check": {"files": 2000, "bad": 3, "unreadable": 0,
+                               "first_bad": "/run/swapfs/fill/000012"}}
+    [problem] = cellrun.sanity(bad)
+    assert "3 of 2000 filler files changed" in problem
+    assert "/run/swapfs/fill/000012" in problem

@@ -235,6 +235,9 @@ def test_order_seed_is_declared_or_derived(tmp_path: Path) -> None:
      "wehre", "expect[0]", "missing required key 'where'"),
     ("    sysctl: {vm.page-cluster: 3}", "    sysctl: {vm/page: 3}",
      "vm/page", "variants.base.sysctl.vm/page", "is not a sysctl name"),
+    ("nvme: {kind: nvme, mdts: 9}",
+     "nvme: {kind: nvme, mdts: 9, swap_file: holes}", "swap_file: holes",
+     "backends.nvme.swap_file", "swap_file: fragmented or contiguous"),
 ])
 def test_errors_name_file_line_and_key(tmp_path: Path, old: str, new: str,
                                        needle: str, keypath: str,

@@ -400,6 +400,10 @@ def test_debug_kernel_banners_are_no_complaints():
     ("WARNING: CPU: 1 PID: 74 at lib/list_debug.c:59 "
      "__list_del_entry_valid+0x9a/0xf0", {"warn"}),
     ("rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", {"lockup"}),
+    # the old thp-swapin wrote a THP over a swap file's neighbours
+    # (swapalign on nvme-swapfile, 2026-12-06)
+    ("EXT4-fs error (device nvme0n1): ext4_get_branch:178: inode #65690: "
+     "block 3535587594: comm init: invalid block", {"fs_error"}),
 ])
 def test_debug_reports_are_flagged(line, flags):
     text = DEBUG_BOOT + line + "\nCall Trace:\n <TASK>\n"

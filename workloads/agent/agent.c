@@ -40,6 +40,7 @@
 #include "conf.h"
 #include "jw.h"
 #include "swapdev.h"
+#include "swapfile.h"
 #include "trace.h"
 #include "util.h"
 
@@ -650,8 +651,8 @@ int main(int argc, char **argv)
 		t_settings = uptime_s();
 		if (c.device) {
 			ret = swapdev_setup(&w, c.device, c.swap_kib,
-					    c.device_wait_s, c.pmem_fsdax, err,
-					    sizeof(err));
+					    c.device_wait_s, c.pmem_fsdax,
+					    c.swap_file, err, sizeof(err));
 			if (ret) {
 				note(&errs, "swap", "%s", err);
 				swap_ok = false;
@@ -679,6 +680,9 @@ int main(int argc, char **argv)
 		trace_finish(&tr, &w);
 	reap();
 	snapshot(&w, "after");
+	/* after the counters: its reads are not the workload's */
+	if (pid1 && c.swap_file && swap_ok)
+		swapfile_check(&w);
 	if (pid1)
 		kernel_log(&w);
 	jw_obj_begin(&w, "times");

@@ -57,6 +57,8 @@ static void set(struct conf *c, char *key, char *val)
 		c->device = val;
 	else if (!strcmp(key, "swap_kib"))
 		c->swap_kib = strtoull(val, NULL, 10);
+	else if (!strcmp(key, "swap_file"))
+		c->swap_file = val;
 	else if (!strcmp(key, "pmem_fsdax"))
 		c->pmem_fsdax = truthy(val);
 	else if (!strcmp(key, "device_wait_s"))

@@ -8,6 +8,8 @@
  *   device=/dev/nvme0n1       swap device (absent: no swap)
  *   swap_kib=N                use at most N KiB of the device
  *   device_wait_s=N           wait up to N s for the device node
+ *   swap_file=fragmented|contiguous  swap on a file in a file system on
+ *                             the device (swapfile.h), not on the device
  *   pmem_fsdax=0|1            make a raw pmem namespace fsdax first
  *   sysfs.PATH=VALUE          write VALUE to /sys/PATH
  *   sysctl.NAME=VALUE         write VALUE to /proc/sys/NAME (dots -> /)
@@ -39,6 +41,7 @@ struct conf {
 	char *device;
 	unsigned long long swap_kib;
 	int device_wait_s;
+	char *swap_file;		/* NULL: swap on the device itself */
 	bool pmem_fsdax;
 	struct kv sysfs[CONF_MAX_LIST];
 	int nsysfs;

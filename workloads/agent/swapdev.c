@@ -19,6 +19,7 @@
 #include <linux/fs.h>
 
 #include "swapdev.h"
+#include "swapfile.h"
 #include "util.h"
 
 #define SWAP_MAGIC	"SWAPSPACE2"
@@ -47,6 +48,7 @@ static int wait_for(const char *path, int wait_s)
 	return S_ISBLK(st.st_mode) ? 0 : -ENOTBLK;
 }
 
+/* a swap header on the block device or regular file @dev */
 static int mkswap(const char *dev, unsigned long long max_kib,
 		  unsigned long long *bytes, unsigned long *pages)
 {
@@ -54,12 +56,15 @@ static int mkswap(const char *dev, unsigned long long max_kib,
 	struct swap_info_hdr hdr;
 	unsigned long long n;
 	unsigned char *page;
+	struct stat st;
 	int fd, err = 0;
 
 	fd = open(dev, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ioctl(fd, BLKGETSIZE64, bytes) < 0) {
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		*bytes = (unsigned long long)st.st_size;
+	} else if (ioctl(fd, BLKGETSIZE64, bytes) < 0) {
 		err = -errno;
 		goto out;
 	}
@@ -260,13 +265,14 @@ fail:
 }
 
 int swapdev_setup(struct jw *w, const char *dev, unsigned long long max_kib,
-		  int wait_s, bool fsdax, char *err, size_t errsize)
+		  int wait_s, bool fsdax, const char *swap_file, char *err,
+		  size_t errsize)
 {
 	unsigned long long bytes = 0;
 	unsigned long pages = 0;
 	char real[PATH_MAX];
 	struct buf swaps = { 0 };
-	const char *name;
+	const char *name, *area = dev;
 	double t0;
 	int ret;
 
@@ -288,17 +294,25 @@ int swapdev_setup(struct jw *w, const char *dev, unsigned long long max_kib,
 			goto out;
 	}
 	block_facts(w, name);
-	ret = mkswap(dev, max_kib, &bytes, &pages);
+	if (swap_file) {
+		ret = swapfile_make(w, dev, max_kib,
+				    !strcmp(swap_file, "fragmented"), err,
+				    errsize);
+		if (ret)
+			goto out;
+		area = SWAPFILE_PATH;
+	}
+	ret = mkswap(area, max_kib, &bytes, &pages);
 	jw_u64(w, "size_bytes", bytes);
 	if (ret) {
-		snprintf(err, errsize, "mkswap %s: %s", dev, strerror(-ret));
+		snprintf(err, errsize, "mkswap %s: %s", area, strerror(-ret));
 		goto out;
 	}
 	jw_u64(w, "swap_pages", pages);
 	t0 = mono_s();
-	if (swapon(dev, 0) < 0) {
+	if (swapon(area, 0) < 0) {
 		ret = -errno;
-		snprintf(err, errsize, "swapon %s: %s", dev, strerror(errno));
+		snprintf(err, errsize, "swapon %s: %s", area, strerror(errno));
 		goto out;
 	}
 	jw_real(w, "swapon_s", mono_s() - t0);
