@@ -43,6 +43,7 @@
 #include "jw.h"
 #include "parse.h"
 #include "procfs.h"
+#include "push.h"
 #include "status.h"
 #include "sysinfo.h"
 
@@ -142,29 +143,11 @@ static void check_all(struct align_run *r, unsigned int round)
 	note_swap(r, s);
 }
 
-/* memory pressure: write @bytes of fresh memory, then free it */
-static int push(size_t bytes, uint64_t page_size)
-{
-	uint8_t *p;
-	size_t off;
-
-	if (!bytes)
-		return 0;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return errno;
-	for (off = 0; off < bytes; off += page_size)
-		p[off] = 1;
-	munmap(p, bytes);
-	return 0;
-}
-
 static void pressure(struct align_run *r, unsigned int round)
 {
 	struct step *s = next_step(r, "pressure", round);
 
-	s->err = push(r->cfg.push_bytes, r->cfg.page_size);
+	s->err = push_memory(r->cfg.push_bytes, NULL, NULL);
 	note_swap(r, s);
 }
 
@@ -184,7 +167,7 @@ static void page_out(struct align_run *r, unsigned int round)
 		}
 	}
 	if (!s->err)
-		s->err = push(r->cfg.push_bytes, r->cfg.page_size);
+		s->err = push_memory(r->cfg.push_bytes, NULL, NULL);
 	note_swap(r, s);
 }
 

@@ -47,7 +47,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "parse.h"
 #include "procfs.h"
+#include "push.h"
 
 /* overridable at build time, for a test build with stubbed syscalls */
 #ifndef PROC_SWAPS
@@ -113,21 +115,6 @@ static int __attribute__((format(printf, 1, 2))) bad(const char *fmt, ...)
 	va_end(ap);
 	usage(stderr);
 	return EXIT_USAGE;
-}
-
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
-{
-	unsigned long long x;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (errno || *end || x < lo || x > hi)
-		return -1;
-	*v = x;
-	return 0;
 }
 
 /* 0, -1 after --help, or the exit code of a usage error */
@@ -325,9 +312,10 @@ static bool sleep_or_stop(const sigset_t *stop, uint64_t ms)
 	}
 }
 
-/* true if one of the (blocked) @stop signals is waiting */
-static bool stop_pending(const sigset_t *stop)
+/* true if one of the (blocked) signals of the sigset_t @set is waiting */
+static bool stop_pending(const void *set)
 {
+	const sigset_t *stop = set;
 	sigset_t pending;
 	int sig;
 
@@ -338,38 +326,6 @@ static bool stop_pending(const sigset_t *stop)
 		    sigismember(&pending, sig) == 1)
 			return true;
 	return false;
-}
-
-/*
- * Write @bytes of fresh anonymous memory a page at a time and free it:
- * under that pressure the other processes' pages go out to swap, and
- * once it is freed RAM has room to take them back.  It takes seconds, so
- * a stop signal ends it early (EINTR): the cycler must not go on making
- * memory pressure after the command has ended.  0 or an errno.
- */
-static int push(uint64_t bytes, const sigset_t *stop)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t off;
-	int ret = 0;
-	char *p;
-
-	if (!bytes)
-		return 0;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return errno;
-	for (off = 0; off < bytes; off += (uint64_t)page) {
-		/* look every MiB */
-		if (!(off & ((1 << 20) - 1)) && stop_pending(stop)) {
-			ret = EINTR;
-			break;
-		}
-		p[off] = 1;
-	}
-	munmap(p, bytes);
-	return ret;
 }
 
 /* swapon again until it works, within reason; 0 or the last errno */
@@ -440,7 +396,13 @@ cycler(const struct opts *o, const char *dev, pid_t parent)
 		if (sleep_or_stop(&stop, o->interval_ms))
 			_exit(EXIT_OK);
 		tp = now_ns();
-		ret = push(push_bytes, &stop);
+		/*
+		 * The command's pages go out to swap under the push, and RAM
+		 * has room to take them back once it is freed.  It takes
+		 * seconds: a stop signal ends it early (EINTR), so that the
+		 * cycler makes no pressure after the command has ended.
+		 */
+		ret = push_memory(push_bytes, stop_pending, &stop);
 		if (ret == EINTR)
 			_exit(EXIT_OK);
 		if (ret)
