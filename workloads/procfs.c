@@ -33,6 +33,31 @@ int meminfo_read(uint64_t *mem_total, uint64_t *swap_total)
 	return found == 3 ? 0 : -EINVAL;
 }
 
+int meminfo_swap_used_kb(int64_t *kb)
+{
+	char line[256];
+	unsigned long long total = 0, free = 0, v;
+	int found = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "SwapTotal: %llu kB", &v) == 1) {
+			total = v;
+			found |= 1;
+		} else if (sscanf(line, "SwapFree: %llu kB", &v) == 1) {
+			free = v;
+			found |= 2;
+		}
+	}
+	fclose(f);
+	if (found != 3)
+		return -EINVAL;
+	*kb = (int64_t)total - (int64_t)free;
+	return 0;
+}
+
 int smaps_area(uint64_t start, uint64_t end, struct area_info *ai)
 {
 	char line[512];

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * /proc readers: memory totals and the smaps entries of one area.
+ * /proc readers: memory totals, swap in use and the smaps entries of one
+ * area.
  */
 #ifndef SWAPBENCH_PROCFS_H
 #define SWAPBENCH_PROCFS_H
@@ -15,6 +16,8 @@ struct area_info {
 
 /* MemTotal and SwapTotal in bytes; 0 or -errno */
 int meminfo_read(uint64_t *mem_total, uint64_t *swap_total);
+/* SwapTotal - SwapFree in kB: swap in use, the swap cache's included */
+int meminfo_swap_used_kb(int64_t *kb);
 /*
  * Sum Rss, Swap and AnonHugePages of the /proc/self/smaps entries inside
  * [start, end).  0 or -errno.

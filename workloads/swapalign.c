@@ -26,9 +26,16 @@
  *   4. every word rewritten, memory pressure first (reclaim writes a THP
  *      brought in whole, and still in the swap cache, as one IO to the
  *      same sector: MADV_PAGEOUT would split it), then paged out and
- *      pushed out of the swap cache again, and read back;
- * steps 3 and 4 repeated --rounds times.  One JSON document on stdout;
- * exit 3 on a page that read back wrong (status.h).
+ *      pushed out of the swap cache again, and read back; --rounds times;
+ *   5. paged out and pushed once more, then every word rewritten as the
+ *      first touch, so the ranges come back by write faults (a kernel
+ *      that brings a range in whole for a write fault by its only user
+ *      frees its 512 swap slots, as do_swap_page() frees a page's), and
+ *      read back.
+ * The area's swap entries (smaps) and the swap in use (meminfo, the swap
+ * cache's slots included) are taken after each step that moves pages.
+ * One JSON document on stdout; exit 3 on a page that read back wrong
+ * (status.h).
  */
 #include <errno.h>
 #include <sched.h>
@@ -67,6 +74,7 @@ struct step {
 	const char *name;
 	unsigned int round;
 	int64_t swap_kb;	/* the area's Swap: in smaps after it, or -1 */
+	int64_t swap_used_kb;	/* the system's, swap cache included, or -1 */
 	uint64_t bad_pages;
 	uint64_t first_bad_page;
 	uint64_t first_bad_word;
@@ -107,6 +115,7 @@ static struct step *next_step(struct align_run *r, const char *name,
 
 	memset(s, 0, sizeof(*s));
 	s->swap_kb = -1;
+	s->swap_used_kb = -1;
 	s->name = name;
 	s->round = round;
 	return s;
@@ -119,6 +128,8 @@ static void note_swap(struct align_run *r, struct step *s)
 	s->swap_kb = smaps_area((uintptr_t)r->area,
 				(uintptr_t)r->area + r->len, &ai) ? -1 :
 		     ai.swap_kb;
+	if (meminfo_swap_used_kb(&s->swap_used_kb))
+		s->swap_used_kb = -1;
 }
 
 static void check_all(struct align_run *r, unsigned int round)
@@ -140,6 +151,15 @@ static void check_all(struct align_run *r, unsigned int round)
 			break;
 		}
 	}
+	note_swap(r, s);
+}
+
+/* every word rewritten: on swapped-out ranges, write faults bring them in */
+static void write_step(struct align_run *r, unsigned int round)
+{
+	struct step *s = next_step(r, "write", round);
+
+	write_all(r, round);
 	note_swap(r, s);
 }
 
@@ -207,6 +227,9 @@ static int run(struct align_run *r)
 		page_out(r, round + 1);
 	}
 	check_all(r, r->cfg.rounds);
+	page_out(r, r->cfg.rounds);
+	write_step(r, r->cfg.rounds + 1);
+	check_all(r, r->cfg.rounds + 1);
 	return 0;
 }
 
@@ -236,6 +259,8 @@ static void report(const struct align_run *r, int err, uint64_t bad)
 		jw_u64(&w, "round", s->round);
 		if (s->swap_kb >= 0)
 			jw_i64(&w, "swap_kb", s->swap_kb);
+		if (s->swap_used_kb >= 0)
+			jw_i64(&w, "swap_used_kb", s->swap_used_kb);
 		jw_u64(&w, "bad_pages", s->bad_pages);
 		if (s->bad_pages) {
 			jw_u64(&w, "first_bad_page", s->first_bad_page);
@@ -288,10 +313,10 @@ int main(int argc, char **argv)
 			v = &r.cfg.ranges;
 		else if (!strcmp(argv[i], "--rounds"))
 			v = &r.cfg.rounds;
-		/* each round takes three steps, the rest four */
+		/* each round takes three steps, the rest seven */
 		if (!v || i + 1 == (unsigned int)argc ||
 		    parse_uint(argv[++i], v == &r.cfg.rounds ?
-			       (MAX_STEPS - 4) / 3 : 4096, v))
+			       (MAX_STEPS - 7) / 3 : 4096, v))
 			return usage();
 	}
 	CPU_ZERO(&cpu0);

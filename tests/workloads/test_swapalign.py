@@ -32,10 +32,14 @@ def test_steps_and_report():
     assert steps == [("nohugepage", 0), ("pageout", 0), ("hugepage", 0),
                      ("read", 0), ("pressure", 1), ("pageout", 1),
                      ("read", 1), ("pressure", 2), ("pageout", 2),
-                     ("read", 2)]
-    # smaps is read after the steps that move pages, and only then
-    measured = {s["step"] for s in doc["steps"] if "swap_kb" in s}
-    assert measured == {"pageout", "read", "pressure"}
+                     ("read", 2), ("pageout", 2), ("write", 3),
+                     ("read", 3)]
+    # smaps and meminfo are read after the steps that move pages, and
+    # only then
+    for key in ("swap_kb", "swap_used_kb"):
+        measured = {s["step"] for s in doc["steps"] if key in s}
+        assert measured == {"pageout", "read", "pressure", "write"}
+        assert all(s[key] >= 0 for s in doc["steps"] if key in s)
     assert all(s["bad_pages"] == 0 for s in doc["steps"])
     page = doc["system"]["page_size"]
     assert doc["total"] == {"pages": 3 * (2 << 20) // page,
@@ -43,7 +47,7 @@ def test_steps_and_report():
 
 
 @pytest.mark.parametrize("args", [
-    ["--rounds", "21"], ["--rounds", "0"], ["--ranges", "x"],
+    ["--rounds", "20"], ["--rounds", "0"], ["--ranges", "x"],
     ["--push-frac-mem", "3"], ["--push-frac-mem", "-1"], ["--ranges"],
     ["--bogus"]])
 def test_bad_arguments_are_usage_errors(args):
