@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from lab.cache import DiskFull
 from lab.session import cellrun
-from lab.session.plugin import PROPERTY, build_of, stop
+from lab.session.plugin import PROPERTY, SessionState, build_of, stop
 from lab.spec import expect
 from lab.spec.model import Cell
 
 
-def test_cell(cell: Cell, lab: dict[str, Any],
+def test_cell(cell: Cell, lab: SessionState,
               request: pytest.FixtureRequest) -> None:
     build = build_of(lab, cell.variant)
-    matrix, cache, run = lab["matrix"], lab["cache"], lab["run"]
+    matrix, cache, run = lab.matrix, lab.cache, lab.run
     plan = matrix.plan(cell)
     inputs = cellrun.inputs(plan, build, cache)
     if not request.config.getoption("--rerun") and \
@@ -30,7 +29,7 @@ def test_cell(cell: Cell, lab: dict[str, Any],
         stop(request.session, exc)
         pytest.fail(str(exc), pytrace=False)
     # The cell's place in its block: a covariate the statistics can see.
-    prov["slot"] = matrix.order(lab["sub"], cell.repeat, cell.workload,
+    prov["slot"] = matrix.order(lab.sub, cell.repeat, cell.workload,
                                 cell.backend).index(cell.variant)
     request.node.user_properties.append((PROPERTY, json.dumps({
         "cell": {"repeat": cell.repeat, "variant": cell.variant,

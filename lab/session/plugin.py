@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,22 @@ from lab.spec.matrix import load_matrix
 from lab.spec.model import Cell, Matrix
 
 PROPERTY = "swaplab-cell"
-STATE = pytest.StashKey[dict]()
+
+
+@dataclass
+class SessionState:
+    """What the session's hooks and its cell tests share (one per pytest
+    process: the controller's, and each xdist worker's)."""
+    matrix: Matrix
+    sub: str                    # the sub-matrix's name
+    cells: list[Cell]           # in run order
+    cache: Path
+    run: store.Run
+    # variant -> its build, or why it failed (each built once a session)
+    builds: dict[str, Build | BuildFailed] = field(default_factory=dict)
+
+
+STATE = pytest.StashKey[SessionState]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -127,29 +143,27 @@ def pytest_configure(config: pytest.Config) -> None:
     except LabError as exc:
         raise pytest.UsageError(str(exc)) from None
     cache = cache_root(config.getoption("--lab-cache"))
-    state: dict[str, Any] = {"matrix": matrix, "sub": sub, "cells": cells,
-                             "cache": cache, "builds": {}}
     st = store.Store(cache)
     procs.interrupt_on()            # SIGTERM, SIGHUP: stop like Ctrl-C
     worker = getattr(config, "workerinput", None)
     if worker is not None:
-        state["run"] = st.open(worker["swaplab_run"])
+        run = st.open(worker["swaplab_run"])
         # the other workers' guests are the lab's own, not other work
         os.environ[hostload.ROOT_ENV] = str(worker["swaplab_load_root"])
     else:
         if config.getoption("--lab-run"):
-            state["run"] = st.open(config.getoption("--lab-run"))
-            state["run"].plan(cells)
+            run = st.open(config.getoption("--lab-run"))
+            run.plan(cells)
         else:
-            state["run"] = _open_run(st, matrix, sub, cells,
-                                     config.getoption("--new-run"))
+            run = _open_run(st, matrix, sub, cells,
+                            config.getoption("--new-run"))
         id_file = config.getoption("--run-id-file")
         if id_file:
-            Path(id_file).write_text(state["run"].id + "\n")
+            Path(id_file).write_text(run.id + "\n")
         config.pluginmanager.register(
-            StoreWriter(state["run"], len(cells),
-                        config.getoption("--deadline")), "swaplab-store")
-    config.stash[STATE] = state
+            StoreWriter(run, len(cells), config.getoption("--deadline")),
+            "swaplab-store")
+    config.stash[STATE] = SessionState(matrix, sub, cells, cache, run)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -163,33 +177,33 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: tell each worker which run it contributes to."""
-    node.workerinput["swaplab_run"] = node.config.stash[STATE]["run"].id
+    node.workerinput["swaplab_run"] = node.config.stash[STATE].run.id
     node.workerinput["swaplab_load_root"] = os.getpid()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cell" in metafunc.fixturenames:
-        cells = metafunc.config.stash[STATE]["cells"]
+        cells = metafunc.config.stash[STATE].cells
         metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[STATE]
-    return [f"swaplab: matrix {s['matrix'].file} sub-matrix {s['sub']}: "
-            f"{len(s['cells'])} cells; run {s['run'].id} in {s['cache']}"]
+    return [f"swaplab: matrix {s.matrix.file} sub-matrix {s.sub}: "
+            f"{len(s.cells)} cells; run {s.run.id} in {s.cache}"]
 
 
 @pytest.fixture(scope="session")
-def lab(pytestconfig: pytest.Config) -> dict[str, Any]:
+def lab(pytestconfig: pytest.Config) -> SessionState:
     return pytestconfig.stash[STATE]
 
 
-def build_of(lab: dict[str, Any], variant: str) -> Build:
+def build_of(lab: SessionState, variant: str) -> Build:
     """Each variant is built once per session (and only if its inputs
     changed since the last build); a failed build fails its cells."""
-    builds = lab["builds"]
+    builds = lab.builds
     if variant not in builds:
-        matrix, cache = lab["matrix"], lab["cache"]
+        matrix, cache = lab.matrix, lab.cache
         try:
             with locked(cache):
                 builds[variant] = Builder(matrix, cache).build(
