@@ -351,8 +351,9 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _other_runs(args: argparse.Namespace, refs: str) -> list[Run]:
-    """Runs named by id (in the cache) or by a directory of raw results."""
+def _runs_named(args: argparse.Namespace, refs: str) -> list[Run]:
+    """Runs named, comma-separated, by id (in the cache) or by a
+    directory of raw results."""
     out = []
     for ref in (r.strip() for r in refs.split(",") if r.strip()):
         out.append(open_results_dir(Path(ref)) if Path(ref).is_dir() else
@@ -363,7 +364,7 @@ def _other_runs(args: argparse.Namespace, refs: str) -> list[Run]:
 def _report(args: argparse.Namespace) -> int:
     from lab.report import reportdir
     run = _opened(args)
-    others = _other_runs(args, args.replicate_with or "")
+    others = _runs_named(args, args.replicate_with or "")
     paths = reportdir.build_report(run, args.out, args.all,
                                    pdf=not args.no_pdf, others=others)
     if args.raw:
@@ -376,12 +377,7 @@ def _answers(args: argparse.Namespace) -> int:
     from lab.report import verdicts
     from lab.results.replication import RunAnswers, replicate
     from lab.results.runmatrix import run_matrix
-    if args.results:
-        runs = [open_results_dir(Path(d)) for d in args.results.split(",")]
-    else:
-        st = Store(cache_root(args.cache))
-        refs = args.runs.split(",") if args.runs else [args.run]
-        runs = [st.open(ref.strip()) for ref in refs]
+    runs = _runs_named(args, args.results or args.runs or args.run)
     answered = [RunAnswers.of(run, run_matrix(run)) for run in runs]
     if len(answered) == 1:
         print(verdicts.markdown(answered[0]), end="")
