@@ -43,6 +43,11 @@ class VariantFaults:
     # the kernel's two answers under load (ENOMEM, EINTR)
     swap_failures: int = 0
     complaints: int = 0             # WARN, BUG, lockdep, KASAN ... lines
+    # swap on a file: the agent re-reads the file system's filler files
+    # from the drive after the run (workloads/agent/swapfile.h)
+    swap_file_cells: int = 0
+    filler_files: int = 0
+    filler_damaged: int = 0         # changed or unreadable
 
     @property
     def faults(self) -> int:
@@ -51,7 +56,7 @@ class VariantFaults:
     @property
     def clean(self) -> bool:
         return not (self.mismatches or self.complaints or self.failed or
-                    self.swap_failures)
+                    self.swap_failures or self.filler_damaged)
 
 
 def add_cell(row: VariantFaults, result: Mapping[str, Any]) -> None:
@@ -83,6 +88,12 @@ def add_cell(row: VariantFaults, result: Mapping[str, Any]) -> None:
         c.get("swapon") not in ("ok", "skipped") or
         c.get("swapoff") not in ("ok", "ENOMEM", "EINTR") for c in cycles)
     row.complaints += sum(complaints(result).values())
+    check = result.get("swap_file_check")
+    if check:
+        row.swap_file_cells += 1
+        row.filler_files += check.get("files") or 0
+        row.filler_damaged += (check.get("bad") or 0) + \
+            (check.get("unreadable") or 0)
 
 
 def summarize(records: Iterable[CellRecord],
@@ -138,10 +149,20 @@ def markdown(rows: list[VariantFaults], line: str) -> str:
            "| " + " | ".join(HEADER) + " |",
            "|" + "---|" * len(HEADER)]
     out += ["| " + " | ".join(cells_of(r)) + " |" for r in rows]
+    files = [r for r in rows if r.swap_file_cells]
+    if files:
+        out += ["", "Swap files: after each cell on a swap-file backend "
+                "the agent re-read every filler file around the swap file "
+                "from the drive; a changed or unreadable one is data a "
+                "swap IO wrote or read in the wrong place. " + "; ".join(
+                    f"{r.variant} {r.swap_file_cells} cells, "
+                    f"{r.filler_files} files, {r.filler_damaged} damaged"
+                    for r in files) + "."]
     bad = [r.variant for r in rows if not r.clean]
     out += ["", f"Not clean: {', '.join(bad)}." if bad else
             "Every variant clean: no mismatch, no kernel complaint, "
-            "no failed swapon, no failed cell."]
+            "no failed swapon, no failed cell" +
+            (", no damaged file." if files else ".")]
     return "\n".join(out) + "\n"
 
 

@@ -74,6 +74,29 @@ def test_a_mismatch_or_a_swap_left_off_is_not_clean(records):
     assert row.swap_failures == 1 and not row.clean
 
 
+def test_a_damaged_file_beside_a_swap_file_is_not_clean(records):
+    """A swap-file cell's filler-file check (workloads/agent/swapfile.h)
+    is summed per variant, reported under the table only where one ran,
+    and a damaged file makes the variant not clean."""
+    cell = next(r for r in records if r.cell.workload == "faults-thp")
+    rows = []
+    for bad in (0, 3):
+        on_file = copy.deepcopy(cell)
+        on_file.result["swap_file_check"] = {
+            "files": 4397, "bad": bad, "unreadable": 1 if bad else 0}
+        row = reliability.VariantFaults(cell.cell.variant)
+        reliability.add_cell(row, on_file.result)
+        rows.append(row)
+    assert (rows[0].swap_file_cells, rows[0].filler_files,
+            rows[0].filler_damaged) == (1, 4397, 0) and rows[0].clean
+    assert rows[1].filler_damaged == 4 and not rows[1].clean
+    text = reliability.markdown(rows[:1], "run x")
+    assert "1 cells, 4397 files, 0 damaged" in text
+    assert text.rstrip().endswith("no damaged file.")
+    plain = reliability.summarize(records, ["base", "thp-swapin"])
+    assert "Swap files" not in reliability.markdown(plain, "run x")
+
+
 def test_lab_errors_are_not_counted(records):
     host_fault = copy.deepcopy(records[0])
     host_fault.result.update(outcome="failed", reason="lab-error")
