@@ -9,53 +9,49 @@
 
 #include "procfs.h"
 
-int meminfo_read(uint64_t *mem_total, uint64_t *swap_total)
+/* the /proc/meminfo values in kB of the @n @keys; 0, -errno or -EINVAL */
+static int meminfo_kb(const char *const *keys, unsigned long long *kb,
+		      int n)
 {
 	char line[256];
-	unsigned long long kb;
-	int found = 0;
+	int i, found = 0;
 	FILE *f = fopen("/proc/meminfo", "r");
 
 	if (!f)
 		return -errno;
-	*mem_total = 0;
-	*swap_total = 0;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
-			*mem_total = kb * 1024;
-			found |= 1;
-		} else if (sscanf(line, "SwapTotal: %llu kB", &kb) == 1) {
-			*swap_total = kb * 1024;
-			found |= 2;
+		for (i = 0; i < n; i++) {
+			size_t len = strlen(keys[i]);
+
+			if (!strncmp(line, keys[i], len) && line[len] == ':' &&
+			    sscanf(line + len + 1, "%llu", &kb[i]) == 1)
+				found |= 1 << i;
 		}
 	}
 	fclose(f);
-	return found == 3 ? 0 : -EINVAL;
+	return found == (1 << n) - 1 ? 0 : -EINVAL;
+}
+
+int meminfo_read(uint64_t *mem_total, uint64_t *swap_total)
+{
+	static const char *const keys[] = { "MemTotal", "SwapTotal" };
+	unsigned long long kb[2] = { 0, 0 };
+	int ret = meminfo_kb(keys, kb, 2);
+
+	*mem_total = kb[0] * 1024;
+	*swap_total = kb[1] * 1024;
+	return ret;
 }
 
 int meminfo_swap_used_kb(int64_t *kb)
 {
-	char line[256];
-	unsigned long long total = 0, free = 0, v;
-	int found = 0;
-	FILE *f = fopen("/proc/meminfo", "r");
+	static const char *const keys[] = { "SwapTotal", "SwapFree" };
+	unsigned long long v[2];
+	int ret = meminfo_kb(keys, v, 2);
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "SwapTotal: %llu kB", &v) == 1) {
-			total = v;
-			found |= 1;
-		} else if (sscanf(line, "SwapFree: %llu kB", &v) == 1) {
-			free = v;
-			found |= 2;
-		}
-	}
-	fclose(f);
-	if (found != 3)
-		return -EINVAL;
-	*kb = (int64_t)total - (int64_t)free;
-	return 0;
+	if (!ret)
+		*kb = (int64_t)v[0] - (int64_t)v[1];
+	return ret;
 }
 
 int smaps_area(uint64_t start, uint64_t end, struct area_info *ai)
