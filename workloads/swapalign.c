@@ -302,11 +302,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--push-frac-mem")) {
 			/* 0: no pressure (a host test) */
 			if (i + 1 == (unsigned int)argc ||
-			    (strcmp(argv[++i], "0") &&
-			     parse_pos_double(argv[i], 2, &push_frac)))
+			    parse_share(argv[++i], 2, &push_frac))
 				return usage();
-			if (!strcmp(argv[i], "0"))
-				push_frac = 0;
 			continue;
 		}
 		if (!strcmp(argv[i], "--ranges"))

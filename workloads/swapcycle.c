@@ -150,17 +150,11 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			if (parse_u64(optarg, 0, UINT64_MAX, &o->max_cycles))
 				return bad("bad --max-cycles '%s'", optarg);
 			break;
-		case 'p': {
-			char *end;
-
-			errno = 0;
-			o->push_frac = strtod(optarg, &end);
-			if (errno || end == optarg || *end ||
-			    !(o->push_frac >= 0 && o->push_frac <= 4))
+		case 'p':
+			if (parse_share(optarg, 4, &o->push_frac))
 				return bad("bad --push-frac-mem '%s' (0 to 4)",
 					   optarg);
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			return -1;

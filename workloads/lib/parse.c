@@ -37,14 +37,31 @@ int parse_uint(const char *s, unsigned int hi, unsigned int *v)
 	return 0;
 }
 
-int parse_pos_double(const char *s, double hi, double *v)
+/* a finite number, the whole of @s */
+static int parse_double(const char *s, double *x)
 {
 	char *end;
-	double x;
 
 	errno = 0;
-	x = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(x) || x <= 0 || x > hi)
+	*x = strtod(s, &end);
+	return errno || end == s || *end || !isfinite(*x) ? -1 : 0;
+}
+
+int parse_pos_double(const char *s, double hi, double *v)
+{
+	double x;
+
+	if (parse_double(s, &x) || x <= 0 || x > hi)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+int parse_share(const char *s, double hi, double *v)
+{
+	double x;
+
+	if (parse_double(s, &x) || x < 0 || x > hi)
 		return -1;
 	*v = x;
 	return 0;
