@@ -324,10 +324,14 @@ int main(int argc, char **argv)
 		r.cfg.mem_total = r.cfg.swap_total = 0;
 	r.cfg.push_bytes = (size_t)(r.cfg.mem_total * push_frac);
 	err = run(&r);
-	for (i = 0; i < r.nsteps; i++)
+	for (i = 0; i < r.nsteps; i++) {
 		bad += r.steps[i].bad_pages;
+		/* a failed step (madvise, the pressure's mmap) fails the run */
+		if (!err && r.steps[i].err)
+			err = -r.steps[i].err;
+	}
 	report(&r, err, bad);
-	if (err)
-		return EXIT_ERROR;
-	return bad ? EXIT_MISMATCH : EXIT_OK;
+	if (bad)
+		return EXIT_MISMATCH;
+	return err ? EXIT_ERROR : EXIT_OK;
 }
