@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt
 from lab.report.analysis import Results
 from lab.report.figures import Figure, colours_of, finish
 from lab.results.metrics import GIB, PAGE
-from lab.results.record import CellRecord, complaints, workload_doc
+from lab.results.record import (CellRecord, complaints, filler_damage,
+                                workload_doc)
 
 
 @dataclass
@@ -88,12 +89,11 @@ def add_cell(row: VariantFaults, result: Mapping[str, Any]) -> None:
         c.get("swapon") not in ("ok", "skipped") or
         c.get("swapoff") not in ("ok", "ENOMEM", "EINTR") for c in cycles)
     row.complaints += sum(complaints(result).values())
-    check = result.get("swap_file_check")
-    if check:
+    damage = filler_damage(result)
+    if damage:
         row.swap_file_cells += 1
-        row.filler_files += check.get("files") or 0
-        row.filler_damaged += (check.get("bad") or 0) + \
-            (check.get("unreadable") or 0)
+        row.filler_files += damage[0]
+        row.filler_damaged += damage[1]
 
 
 def summarize(records: Iterable[CellRecord],

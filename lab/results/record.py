@@ -42,6 +42,17 @@ def complaints(result: Mapping[str, Any]) -> dict[str, int]:
     return {name: n for name, n in counts.items() if n}
 
 
+def filler_damage(result: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A swap-file cell's check of the file system around its swap file
+    (workloads/agent/swapfile.h): filler files read back, and those
+    changed or unreadable; None for a cell without a swap file."""
+    check = result.get("swap_file_check")
+    if not check:
+        return None
+    return (check.get("files") or 0,
+            (check.get("bad") or 0) + (check.get("unreadable") or 0))
+
+
 @dataclass(frozen=True)
 class CellRecord:
     """One loaded cell file."""

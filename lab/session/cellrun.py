@@ -24,7 +24,7 @@ from lab.paths import REPO
 from lab.guest import cellspec
 from lab.kernel.artifact import Build
 from lab.results import store
-from lab.results.record import complaints, workload_doc
+from lab.results.record import complaints, filler_damage, workload_doc
 from lab.spec.model import CellPlan
 
 SWAPBENCH = cellspec.WORKLOADS_BUILD / "swapbench"
@@ -146,9 +146,10 @@ def sanity(result: dict[str, Any]) -> list[str]:
                                           " seen by forked children")):
         if total.get(key):
             problems.append(f"{total[key]} data mismatches{who}")
-    # the file system around a swap file (workloads/agent/swapfile.h)
-    check = result.get("swap_file_check") or {}
-    if check.get("bad") or check.get("unreadable"):
+    damage = filler_damage(result)
+    if damage and damage[1]:
+        # the file system around a swap file lost data
+        check = result["swap_file_check"]
         problems.append(
             f"the swap file's file system lost data: {check.get('bad')} of "
             f"{check.get('files')} filler files changed, "
