@@ -71,9 +71,10 @@ INJECTED_RE = re.compile(rb"devmodel: injected EIO into (pread|pwrite)")
 def build_programs() -> None:
     """The filter, the probe and the dilation loops (make, a no-op when
     they are up to date)."""
-    initramfs.make_in(DEVMODEL_DIR, FILTER, "lab/devmodel")
-    for program in (PROBE, DILATE):
-        initramfs.make_in(initramfs.AGENT_DIR, program, program.name)
+    initramfs.make_in(DEVMODEL_DIR, "lab/devmodel", FILTER)
+    initramfs.make_in(initramfs.AGENT_DIR,
+                      "the device probe and the dilation loops", PROBE,
+                      DILATE)
 
 
 def model_of(backend: Backend) -> str:

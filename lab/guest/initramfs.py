@@ -88,20 +88,20 @@ def _pad(n: int) -> bytes:
     return b"\0" * (-n % 4)
 
 
-def make_in(directory: Path, product: Path, what: str) -> Path:
-    """`make -C directory` (a no-op when up to date); `product` must
-    exist afterwards."""
+def make_in(directory: Path, what: str, *products: Path) -> None:
+    """`make -C directory` (a no-op when up to date); every one of
+    `products` must exist afterwards."""
     proc = subprocess.run(["make", "-s", "-C", str(directory)],
                           capture_output=True, text=True)
-    if proc.returncode != 0 or not product.is_file():
+    if proc.returncode != 0 or not all(p.is_file() for p in products):
         raise LabError(f"building {what} failed:\n"
                        + (proc.stderr or proc.stdout)[-2000:])
-    return product
 
 
 def build_agent() -> Path:
     """Make the agent (a no-op when it is up to date)."""
-    return make_in(AGENT_DIR, AGENT, "the guest agent")
+    make_in(AGENT_DIR, "the guest agent", AGENT)
+    return AGENT
 
 
 def workload_files(directory: Path | None) -> list[Path]:
