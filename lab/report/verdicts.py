@@ -14,7 +14,7 @@ from lab.results.record import CellRecord
 from lab.results.order import OrderEffect, order_effect
 from lab.results.pieces import pieces, pieces_text
 from lab.results.replication import Replication, RunAnswers
-from lab.spec.model import Claim, Figure
+from lab.spec.decisions import Claim, Figure
 
 METHOD = (
     "Each (question, backend) is one primary test: Welch's t on the log "

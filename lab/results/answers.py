@@ -47,7 +47,7 @@ from typing import Mapping, Sequence
 from scipy import stats as sps
 
 from lab.results import stats
-from lab.spec.model import Question
+from lab.spec.decisions import Question
 
 ALPHA = 0.05
 MIN_N = stats.MIN_N

@@ -22,7 +22,8 @@ from lab.results import answers as ans
 from lab.results.metrics import gather
 from lab.results.record import CellRecord
 from lab.results.store import Run, seconds
-from lab.spec.model import Matrix, Question
+from lab.spec.decisions import Question
+from lab.spec.model import Matrix
 
 # Runs "at different times": host load and drift differ by the hour.
 REPLICATION_GAP_S = 3600

@@ -2,10 +2,10 @@
 
 Every stage reads these objects: the kernel trees and variants, the
 backends, workloads and guest shape, the sub-matrices and their cells,
-the counter expectations and the questions. lab/spec/matrix.py,
-expect.py and questions.py parse and validate the file into them; this
-module imports nothing of theirs, so the parsers and every later stage
-point back to it.
+the counter expectations and the questions (whose dataclasses are in
+lab/spec/decisions.py). lab/spec/matrix.py, expect.py and questions.py
+parse and validate the file into them; this module imports nothing of
+theirs, so the parsers and every later stage point back to it.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from lab.errors import MatrixError
+from lab.spec.decisions import Question
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt,
@@ -50,60 +51,6 @@ class Expectation:
     where: Rule
     vmstat: dict[str, Condition]
     origin: str = ""                # file:line where it is declared
-
-
-@dataclass(frozen=True)
-class Question:
-    name: str
-    candidate: str
-    reference: str
-    series: tuple[str, ...]     # () for an A/A pair
-    workload: str
-    backends: tuple[str, ...]
-    metric: str
-    better: str                 # higher | lower
-    delta_pct: float            # the smallest effect that matters
-    where: str                  # file:line, for messages
-    claim: "Claim | None" = None    # a published figure to set beside
-
-    @property
-    def is_aa(self) -> bool:
-        return not self.series
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One more figure the source gives for the same pair (a percentile
-    beside the average): the reference's and the candidate's values."""
-    metric: str
-    reference: float
-    candidate: float
-    where: str                  # file:line
-
-    @property
-    def change_pct(self) -> float | None:
-        if self.reference == 0:
-            return None
-        return (self.candidate / self.reference - 1) * 100
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What a source (a seed, a paper) reported for this comparison: the
-    answers set the lab's result beside it."""
-    source: str                 # which document, which figure
-    # its %change, candidate against reference; None for a question the
-    # source asked and left open (no figure to set beside)
-    change_pct: float | None
-    note: str = ""              # why the lab's setting differs, if known
-    figures: tuple[Figure, ...] = ()    # reported beside, never tested
-    # metrics that show why the lab may differ (a readahead hit ratio,
-    # the length of the steady swap-out): each arm's median is shown
-    explain: tuple[str, ...] = ()
-    # what this testbed cannot measure of the difference, and why (the
-    # report says "not measurable here: ...")
-    unmeasurable: str = ""
-
 
 
 RULE_KEYS = ("variant", "backend", "workload", "repeat")

@@ -35,7 +35,8 @@ import re
 
 from lab.spec.fields import (Fields, as_list, as_name, as_names, as_str,
                              expected)
-from lab.spec.model import Claim, Figure, Question, Variant
+from lab.spec.decisions import Claim, Figure, Question
+from lab.spec.model import Variant
 from lab.spec.yamlsrc import Node
 
 BETTER = ("higher", "lower")

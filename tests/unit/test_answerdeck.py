@@ -92,7 +92,7 @@ def test_fold(pct: float, text: str) -> None:
 
 def test_a_claim_is_set_beside_the_result() -> None:
     import dataclasses
-    from lab.spec.model import Claim
+    from lab.spec.decisions import Claim
     run = open_results_dir(QUIET)
     ra = run_answers(run)
     q = next(a.question for a in ra.answers if a.question.name == "ra-seq")

@@ -15,7 +15,7 @@ from lab.results import stats
 from lab.results.metrics import gather
 from lab.paths import REPO
 from lab.results.store import Run, open_results_dir
-from lab.spec.model import Question
+from lab.spec.decisions import Question
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 

@@ -13,7 +13,7 @@ from lab.report import verdicts
 from lab.report.reportdir import run_answers
 from lab.results import answers as ans
 from lab.results.store import open_results_dir
-from lab.spec.model import Claim, Figure
+from lab.spec.decisions import Claim, Figure
 
 QUIET = REPO / "reports" / "20261205-223052-quick" / "raw"
 
