@@ -6,10 +6,11 @@ neither matplotlib nor a display.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
-from lab.results.metrics import LOWER, Samples, gather
-from lab.results.stats import Change, Row, analyze
+from lab.report.effect import gain, pct_text, what
+from lab.results.metrics import Samples, gather
+from lab.results.stats import Row, analyze
 from lab.results.record import CellRecord
 from lab.results.store import Run, Source
 
@@ -128,42 +129,6 @@ class Results:
 
 # ------------------------------------------------------------ findings
 
-class Compared(Protocol):
-    """A metric's change against a baseline: a table row, or a series'
-    effect in the upstream-first ranking."""
-    @property
-    def metric(self) -> str: ...
-    @property
-    def better(self) -> str: ...
-    @property
-    def change(self) -> Change | None: ...
-
-
-def gain(row: Compared) -> tuple[float, float, float] | None:
-    """The change of a row as an improvement (positive = better): value
-    and CI; None without a judged change. Lower-is-better metrics flip."""
-    c = row.change
-    if c is None or c.pct is None or c.low is None or c.high is None:
-        return None
-    if row.better == LOWER:
-        return -c.pct, -c.high, -c.low
-    return c.pct, c.low, c.high
-
-
-def pct_text(value: float) -> str:
-    return f"{value:+.1f} %"
-
-
-def what(row: Compared) -> str:
-    """A metric in words, for titles: 'p99 swap-in latency'."""
-    parts = row.metric.split(".")
-    if parts[-1] == "bytes_per_s":
-        return "swap-out throughput" if parts[1] == "fill" else "throughput"
-    if "latency" in parts:
-        return f"{parts[-1][:-3].replace('p999', 'p99.9')} fault latency"
-    return row.metric
-
-
 def finding(row: Row, baseline: str) -> str:
     """One sentence on a row's change against the baseline."""
     c = row.change
@@ -209,31 +174,3 @@ def headline(rows: Sequence[Row], baseline: str) -> str:
     return (f"{repeats}, nothing judged against {baseline}; largest change "
             f"seen: {big.variant} {what(big)} on {big.backend} "
             f"{pct_text(big_pct)} (unjudged)")
-
-
-@dataclass(frozen=True)
-class Effect:
-    """The change from `without` to `with_` on one measured key."""
-    with_: str
-    without: str
-    workload: str
-    backend: str
-    metric: str
-    better: str
-    n: tuple[int, int]                  # repeats: without, with
-    change: Change
-
-    def text(self) -> str:
-        c = self.change
-        where = f"{what(self)} on {self.workload}/{self.backend}"
-        if c.pct is None:
-            return f"{where}: no comparison (baseline mean 0)"
-        ci = f" [{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None else ""
-        return (f"{where}: {pct_text(c.pct)}{ci} "
-                f"{VERDICT_TEXT.get(c.verdict, c.verdict)} "
-                f"({self.with_} vs {self.without}, n={self.n[1]} vs "
-                f"{self.n[0]})")
-
-
-# Verdicts as prose: a bare "ns" after a latency reads as nanoseconds.
-VERDICT_TEXT = {"ns": "not significant", "n<3": "not judged (n<3)"}

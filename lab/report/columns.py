@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from lab.report.analysis import Effect, what
+from lab.report.effect import Effect, what
 
 e = html.escape
 
@@ -35,7 +35,8 @@ def num(effect: Effect) -> str:
              f"data-metric='{e(effect.metric)}' "
              f"data-with='{e(effect.with_)}' "
              f"data-without='{e(effect.without)}' "
-             f"data-pct='{c.pct!r}' data-verdict='{c.verdict}'")
+             f"data-pct='{c.pct!r}' data-verdict='{c.verdict}' "
+             f"data-q='{effect.q!r}'")
     if c.pct is None:
         return f"<span class='num' {attrs}>n/a</span>"
     ci = f" [{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None else ""

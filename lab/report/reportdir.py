@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from lab.cache import atomic_write
 from lab.paths import REPO
 from lab.report import reliability, verdicts
+from lab.results import faults
 from lab.report.answerdeck import answer_slides
 from lab.report.catalogue import write_catalogue, write_record
 from lab.report.analysis import Results
@@ -24,7 +25,8 @@ from lab.report.figures import Figure, write_figures
 from lab.report.slide import Slide
 from lab.report.slides import write_deck
 from lab.report.tables import write_report
-from lab.report.upstream import html_page, markdown, recommend
+from lab.report.upstream import recommend
+from lab.report.upstreampage import Links, html_page, markdown
 from lab.results.replication import RunAnswers, replicate
 from lab.results.runmatrix import run_matrix
 from lab.results.store import Run
@@ -82,8 +84,8 @@ def slides_run(run: Run, dest: Path | None = None,
     out = dest or default_dest(run)
     res = Results.of(run)
     figs = write_figures(res, out / "figures")
-    rec = recommend(res, run_matrix(run))
-    return write_deck(res, rec, figs, out, pdf,
+    matrix = run_matrix(run)
+    return write_deck(res, recommend(res, matrix), matrix, figs, out, pdf,
                       lead_slides(run, run_answers(run)))
 
 
@@ -123,9 +125,9 @@ def write_reliability(res: Results, out: Path,
     """reliability.md and its figure (added to `figs`) when the run
     injected faults or cycled swapoff."""
     records = list(res.records.values())
-    if not reliability.has_faults(records):
+    if not faults.has_faults(records):
         return []
-    rows = reliability.summarize(records, res.source.variants)
+    rows = faults.summarize(records, res.source.variants)
     path = out / "reliability.md"
     atomic_write(path, reliability.markdown(rows, res.source.line()))
     fig = reliability.figure(res, rows, out / "figures")
@@ -175,13 +177,15 @@ def build_report(run: Run, dest: Path | None = None,
                          res.samples.failed, all_metrics)
     figs = write_figures(res, out / "figures")
     files += [p for f in figs for p in (f.png, f.svg)]
-    rec = recommend(res, run_matrix(run))
+    matrix = run_matrix(run)
+    rec = recommend(res, matrix)
     line = res.source.line()
-    for name, text in (("upstream.md", markdown(rec, line)),
-                       ("upstream.html", html_page(rec, line))):
+    links = Links.of(res, matrix, out, [f.name for f in figs])
+    for name, text in (("upstream.md", markdown(rec, links, line)),
+                       ("upstream.html", html_page(rec, links, line))):
         atomic_write(out / name, text)
         files.append(out / name)
-    files += write_deck(res, rec, figs, out, pdf,
+    files += write_deck(res, rec, matrix, figs, out, pdf,
                         lead_slides(run, ra, marks))
     files += write_reliability(res, out, figs)
     files.append(write_record(run, out, [run_ref(o) for o in others]))

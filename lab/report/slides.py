@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from lab.cache import atomic_write
-from lab.report.analysis import Effect, gain, Results, what
+from lab.report.analysis import Results
+from lab.report.effect import Effect, gain, what
 from lab.report.figures import Figure
 from lab.report.columns import Item, effect_items, num, pages, render, room
 from lab.report.pdf import print_pdf
 from lab.report.slide import Slide
 from lab.report.tables import LEGEND, pivots
 from lab.results.stats import CONFIDENCE
-from lab.report.upstream import (Candidate, Recommendation, evidence,
-                                 verdict)
+from lab.report.backtest import findings
+from lab.report.upstream import MERGED, Candidate, Recommendation, verdict
+from lab.spec.model import Matrix
 
 e = html.escape
 
@@ -119,10 +121,6 @@ def _say(effects: Sequence[Effect], subject: str) -> str:
     return f"{subject}: " + "; ".join(parts)
 
 
-def _candidate(rec: Recommendation, series: str) -> Candidate | None:
-    return next((c for c in rec.ranked if series in c.series), None)
-
-
 # ---------------------------------------------------------------- slides
 
 def setup_slide(res: Results) -> Slide:
@@ -169,7 +167,7 @@ def _readahead_question(res: Results, rec: Recommendation,
                         kind: str) -> list[Slide]:
     wl = next((w for w in res.source.workloads if res.kind(w) == kind),
               None)
-    cand = _candidate(rec, "readahead")
+    cand = rec.find("readahead")
     if wl is None or cand is None:
         return []           # not a question this run covers
     effects = [x for x in cand.effects if x.workload == wl]
@@ -186,7 +184,7 @@ def rotational_slide(res: Results, rec: Recommendation,
     devs = res.devices()
     spinning = [be for be in res.source.backends
                 if str((devs.get(be) or {}).get("rotational")) == "1"]
-    cand = _candidate(rec, "readahead")
+    cand = rec.find("readahead")
     if not spinning or cand is None:
         return []           # no rotational device, or no readahead pair
     # Readahead acts on swap-in: the swap-out (fill) workload says nothing.
@@ -215,8 +213,8 @@ def thp_slide(res: Results, rec: Recommendation,
         "each device?"
     wl = next((w for w in res.source.workloads if res.kind(w) == "fill"),
               None)
-    cands = [c for c in rec.ranked
-             if {"thp-stage1", "thp-stage2"} & set(c.series)]
+    both = [*rec.ranked, *(rec.merged.ranked if rec.merged else [])]
+    cands = [c for c in both if {"thp-stage1", "thp-stage2"} & set(c.series)]
     if wl is None or not cands:
         return []           # no swap-out workload, or no THP stage pair
     metric = res.throughput(wl)
@@ -242,33 +240,55 @@ def overview_slide(res: Results, figs: dict[str, Figure]) -> list[Slide]:
                   fig.title)]
 
 
-def recommendation_slide(rec: Recommendation) -> Slide:
-    if not rec.ranked:
-        return Slide("recommendation", "Upstream first",
-                     "<div class='col'><p class='note'>No recommendation: "
-                     "no pair of variants in this run differs by one patch "
-                     "series.</p></div>", "No recommendation")
-    items = []
+def _candidate_items(c: Candidate, rank: int) -> list[Item]:
+    best = max(c.judged(), key=lambda t: t[1][0], default=None)
+    lead = (f"best: {what(best[0])} on {best[0].workload}/"
+            f"{best[0].backend} {best[0].change.pct:+.1f} %"
+            if best and best[0].change.significant and best[1][0] > 0
+            and best[0].change.pct is not None
+            else "not judged (fewer than 3 repeats)" if c.unjudged
+            else "no significant improvement")
+    risks = c.risks.lines()
+    more = f" (+{len(risks) - 1} more)" if len(risks) > 1 else ""
+    return [Item("h3", f"{rank}. {c.name}"),
+            Item("note", f"{c.wins} significant wins, {c.losses} losses "
+                         f"(q <= 5 %); {lead}; {c.lines} lines"
+                         + (f"; built on {', '.join(c.needs)}"
+                            if c.needs else "")),
+            Item("note", f"risks: {risks[0]}{more}")]
+
+
+def recommendation_slide(rec: Recommendation) -> list[Slide]:
+    """The ranking of the series upstream lacks: verdict, send order,
+    each candidate's wins, best gain and risks, why this order."""
+    items: list[Item] = []
+    if rec.order:
+        items.append(Item("note", "Send order: " + ", ".join(
+            f"{i + 1}. {c.name}" for i, c in enumerate(rec.order))))
     for i, c in enumerate(rec.ranked):
-        best = max(c.judged(), key=lambda t: t[1][0], default=None)
-        lead = (f"best: {e(what(best[0]))} on {e(best[0].workload)}/"
-                f"{e(best[0].backend)} {num(best[0])}"
-                if best and best[0].change.significant
-                else "not judged (fewer than 3 repeats)" if c.unjudged
-                else "no significant improvement")
-        # The evidence's last line is the cost and the complaints.
-        items.append(f"<li><b>{i + 1}. {e(c.name)}</b>: {c.wins} "
-                     f"significant wins, {c.losses} losses; {lead}; "
-                     f"{e(evidence(c)[-1])}</li>")
-    seps = "".join(f"<li>{e(t)}</li>" for t in rec.separation)
-    unranked = "".join(f"<li>{e(s)}: {e(w)}</li>"
-                       for s, w in rec.unranked.items())
-    body = (f"<div class='col'><ol style='list-style:none;padding:0'>"
-            f"{''.join(items)}</ol><h3>Why this order</h3>"
-            f"<ul class='small'>{seps or '<li>one candidate</li>'}</ul>"
-            + (f"<h3>Not ranked</h3><ul class='small'>{unranked}</ul>"
-               if unranked else "") + "</div>")
-    return Slide("recommendation", "Upstream first", body, verdict(rec))
+        items += _candidate_items(c, i + 1)
+    if rec.separation:
+        items.append(Item("h3", "Why this order"))
+        items += [Item("note", t) for t in rec.separation]
+    if rec.unranked:
+        items.append(Item("h3", "Not ranked"))
+        items += [Item("note", f"{s}: {w}") for s, w in rec.unranked.items()]
+    if not items:
+        items.append(Item("note", verdict(rec)))
+    return question("recommendation", "Upstream first", verdict(rec), None,
+                    items)
+
+
+def reproduce_slide(rec: Recommendation, matrix: Matrix) -> list[Slide]:
+    """The merged series ranked alone, beside what upstream did."""
+    if rec.merged is None or not (rec.merged.ranked or rec.merged.unranked):
+        return []           # the run measures none of the merged series
+    items = [Item("note", t) for t in findings(rec.merged, matrix,
+                                                  verdict(rec.merged, MERGED))]
+    return question("reproduce-2017", "Does the lab reproduce 2017?",
+                    "Given the merged series alone: "
+                    f"{verdict(rec.merged, MERGED)}",
+                    None, items)
 
 
 def backup_slides(res: Results) -> list[Slide]:
@@ -296,14 +316,15 @@ def backup_slides(res: Results) -> list[Slide]:
             for n, i in enumerate(range(0, len(columns), 2), 1)]
 
 
-def slides(res: Results, rec: Recommendation, figs: Sequence[Figure],
-           lead: Sequence[Slide] = ()) -> list[Slide]:
+def slides(res: Results, rec: Recommendation, matrix: Matrix,
+           figs: Sequence[Figure], lead: Sequence[Slide] = ()) -> list[Slide]:
     """The deck. A run that answers questions opens with `lead`, its
     answers (lab.report.answerdeck), in place of the seed article's
     questions read off the tables."""
     by_name = {f.name: f for f in figs}
     if lead:
-        return [*lead, recommendation_slide(rec),
+        return [*lead, *recommendation_slide(rec),
+                *reproduce_slide(rec, matrix),
                 *overview_slide(res, by_name), *backup_slides(res)]
     questions: list[Callable[[], list[Slide]]] = [
         lambda: _readahead_question(res, rec, by_name, "seq",
@@ -319,8 +340,8 @@ def slides(res: Results, rec: Recommendation, figs: Sequence[Figure],
         lambda: thp_slide(res, rec, by_name),
     ]
     return [setup_slide(res), *(s for q in questions for s in q()),
-            *overview_slide(res, by_name), recommendation_slide(rec),
-            *backup_slides(res)]
+            *overview_slide(res, by_name), *recommendation_slide(rec),
+            *reproduce_slide(rec, matrix), *backup_slides(res)]
 
 
 def deck_html(res: Results, deck: Sequence[Slide]) -> str:
@@ -339,11 +360,11 @@ def deck_html(res: Results, deck: Sequence[Slide]) -> str:
     return "\n".join(out)
 
 
-def write_deck(res: Results, rec: Recommendation, figs: Sequence[Figure],
-               dest: Path, pdf: bool = True,
+def write_deck(res: Results, rec: Recommendation, matrix: Matrix,
+               figs: Sequence[Figure], dest: Path, pdf: bool = True,
                lead: Sequence[Slide] = ()) -> list[Path]:
     """deck.html (and deck.pdf) under `dest`."""
     page = dest / "deck.html"
-    atomic_write(page, deck_html(res, slides(res, rec, figs, lead)))
+    atomic_write(page, deck_html(res, slides(res, rec, matrix, figs, lead)))
     return [page, print_pdf(page, dest / "deck.pdf")] if pdf else [page]
 

@@ -237,6 +237,12 @@ def report_markdown(rows: Sequence[Row], source: Source,
     return "\n".join(out)
 
 
+def anchor(workload: str, metric: str, variant: str = "") -> str:
+    """The id of a pivot table in report.html, or of a variant's row in
+    it: what other pages link a figure they quote to."""
+    return "--".join(filter(None, (workload, metric, variant)))
+
+
 def report_html(rows: Sequence[Row], source: Source,
                 failed: Mapping[str, str] | None = None,
                 all_metrics: bool = False) -> str:
@@ -254,10 +260,12 @@ def report_html(rows: Sequence[Row], source: Source,
         if wl != current:
             out.append(f"<h2>{e(wl)}</h2>")
             current = wl
-        out.append(f"<h3>{e(metric)} ({e(sub)})</h3><table>")
+        out.append(f"<h3 id='{e(anchor(wl, metric))}'>{e(metric)} "
+                   f"({e(sub)})</h3><table>")
         out.append("<tr>" + "".join(f"<th>{e(c)}</th>" for c in table[0])
                    + "</tr>")
-        out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
+        out += [f"<tr id='{e(anchor(wl, metric, r[0].split(' ')[0]))}'>"
+                + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
                 for r in table[1:]]
         out.append("</table>")
     out += ["<h2>Latency</h2>", f"<pre>{e(latency_text(rows, source))}</pre>",

@@ -1,56 +1,65 @@
-"""Upstream first: which patch series to send first, and the evidence.
+"""Upstream first: which of our patch series to send first, and why.
 
-The baseline variant is the starting point; every series a variant adds
-on top of it is a candidate. A candidate's marginal effect comes from a
-pair of variants of the run that differ only by it (readahead vs base,
-thp-stage2 vs thp-stage1, everything vs thp-stage2 ...). Series that no
-pair separates (thp-stage1 when the run has thp-stage2 and base but not
-thp-stage1) become one candidate together: the data cannot tell them
-apart, and the report says so.
+Candidates are the series a run's variants add on top of the baseline's
+that upstream has not merged (matrix `merged`; the baseline's own series
+are scaffolding). A series is judged on the pairs of variants that differ
+only by it (readahead vs base, thp-swapin vs thp-stage2), the same build
+otherwise; an A/A twin (`same_as`) never makes a pair of its own. A
+series that no pair separates is judged together with the others of the
+smallest pair that holds it, and only when none of those is judged
+alone, merged or scaffolding: a bundle never stands beside its parts.
 
-Effects are lab.results.stats.compare of the pair's repeats on each workload's
-throughput and p99 fault latency. Ranking, best first:
-  1. no kernel complaints (warn, bug, oops ...) the variant without the
-     series did not have;
-  2. more significant improvements minus significant regressions;
-  3. the larger guaranteed gain (lower CI bound of the best improvement);
-  4. fewer lines changed.
-Two neighbours in the ranking are "separated" only when the data says
-so: one has complaints the other lacks, a different count of significant
-wins, or an improvement whose CI lies wholly above the other's on the
-same workload and backend. Otherwise the order is by cost, and said so.
+Each workload is judged on one primary metric: the metric of the run's
+question on that workload, else swapbench's throughput. All primary
+comparisons of a ranking form one Benjamini-Hochberg family: a win or a
+loss needs q <= 5 % and the interval on the same side of 0. Risks
+(lab.report.upstreamrisk) are listed beside, never netted against wins.
+
+Ranking, best first: no blocking risk (data corrupted, new kernel
+complaints), more wins minus losses, the larger guaranteed gain (the
+lower CI bound of the best win), fewer kinds of risk, fewer code lines.
+Two neighbours are "separated" only when the data says so; otherwise
+their order is by cost, and said so. A series sits on the ones every
+variant of matrix.yaml applies before it (`needs`): the send order is
+the ranking with those constraints. "Send X first" is said only when X
+has a win, no loss and no blocking risk; else "No recommendation".
+
+The merged series are ranked alike, as their own family, for the
+backtest against what upstream did (lab.report.backtest).
 """
 from __future__ import annotations
 
-import html
+import dataclasses
 import zlib
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Sequence
 
-from lab.report.analysis import Effect, gain, pct_text, Results, what
-from lab.results.record import complaints
-from lab.results.stats import Change, compare
-from lab.spec.model import Matrix, Variant
+from lab.report.analysis import Results
+from lab.report.effect import Effect, gain, pct_text, what
+from lab.report.upstreamrisk import Risks, flags, risks
+from lab.results.answers import ALPHA, bh
+from lab.results.stats import compare
+from lab.report.patchseries import added, lines_changed, needs
+from lab.spec.model import Matrix
+
+# The backtest's candidates, in words (lab.report.verdict's `pool`).
+MERGED = "merged series"
 
 
 @dataclass
 class Candidate:
     series: tuple[str, ...]             # several: no pair separates them
+    tree: str
     pairs: list[tuple[str, str]]        # (with, without)
-    effects: list[Effect]
+    effects: list[Effect]               # primary metrics, q-judged
     lines: int
-    complaints: dict[str, int]          # in runs of the `with` variants
-    complaints_without: dict[str, int]
+    risks: Risks
+    needs: tuple[str, ...] = ()         # series applied before it
     interactions: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         return " + ".join(self.series)
-
-    @property
-    def new_complaints(self) -> dict[str, int]:
-        return {k: v for k, v in self.complaints.items()
-                if not self.complaints_without.get(k)}
 
     def judged(self) -> list[tuple[Effect, tuple[float, float, float]]]:
         return [(e, g) for e in self.effects if (g := gain(e))]
@@ -76,87 +85,82 @@ class Candidate:
         return max([g[1] for e, g in self.judged()
                     if e.change.significant and g[0] > 0], default=0.0)
 
+    @property
+    def recommendable(self) -> bool:
+        return self.wins > 0 and not self.losses and not self.risks.blocking
+
 
 @dataclass
-class Recommendation:
+class Ranking:
     ranked: list[Candidate]
     separation: list[str]               # ranked[i] vs ranked[i + 1]
     unranked: dict[str, str]            # series -> why not ranked
-    baseline: str
-    metrics: str                        # what the effects were measured on
+    order: list[Candidate]              # the send order
+
+    def find(self, series: str) -> Candidate | None:
+        return next((c for c in self.ranked if series in c.series), None)
 
 
-# --------------------------------------------------------------- pairing
+@dataclass
+class Recommendation(Ranking):
+    baseline: str = ""
+    metrics: str = ""                   # what the effects were measured on
+    merged: Ranking | None = None       # the series upstream has merged
 
-def _same_build_but_series(a: Variant, b: Variant) -> bool:
-    return (a.tree, a.fragments, a.cmdline, a.sysfs, a.sysctl) == \
-        (b.tree, b.fragments, b.cmdline, b.sysfs, b.sysctl)
-
-
-def added(with_: Variant, without: Variant) -> tuple[str, ...] | None:
-    """The series `with_` adds to `without`, when `without`'s series are
-    `with_`'s with some left out (order kept) and nothing else differs."""
-    if not _same_build_but_series(with_, without):
-        return None
-    rest = iter(with_.series)
-    if not all(s in rest for s in without.series):
-        return None
-    extra = tuple(s for s in with_.series if s not in without.series)
-    return extra or None
+    def find(self, series: str) -> Candidate | None:
+        """A candidate of either ranking that holds `series`."""
+        return super().find(series) or (self.merged.find(series)
+                                        if self.merged else None)
 
 
-def code_lines(patch: str) -> int:
-    """Added plus removed lines of one patch's hunks that hold code: not
-    the commit message, the diffstat or a file header, and not a line
-    left blank. (A bare `line[:1] in "+-"` also counted every empty line
-    of the message: '' is in every string.)"""
-    total = 0
-    in_hunk = False
-    for line in patch.splitlines():
-        if line == "-- ":
-            break               # the signature: the diff is over
-        if line.startswith("diff --git "):
-            in_hunk = False
-        elif line.startswith("@@"):
-            in_hunk = True
-        elif in_hunk and line[:1] in ("+", "-") and line[1:].strip():
-            total += 1
-    return total
+# --------------------------------------------------------------- effects
+
+def primary_metric(res: Results, matrix: Matrix, workload: str) -> str | None:
+    """The metric a workload is judged on: its question's, else the
+    throughput of swapbench's measured group."""
+    sub = matrix.matrices.get(res.source.submatrix)
+    for name in sub.questions if sub else ():
+        q = matrix.questions[name]
+        if q.workload == workload and q.metric in res.samples.info:
+            return q.metric
+    return res.throughput(workload)
 
 
-def lines_changed(matrix: Matrix, tree: str, series: str) -> int:
-    """Code lines added and removed by the series' patches."""
-    d = matrix.series_dir(tree, series)
-    return sum(code_lines((d / name).read_text(errors="replace"))
-               for name in (d / "series").read_text().split()
-               if not name.startswith("#") and (d / name).is_file())
-
-
-def _complaints(res: Results, variants: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for rec in res.records.values():
-        if rec.cell.variant not in variants:
-            continue
-        for name, count in complaints(rec.result).items():
-            out[name] = out.get(name, 0) + count
+def _effects(res: Results, matrix: Matrix, with_: str,
+             without: str) -> list[Effect]:
+    out = []
+    for wl in res.source.workloads:
+        metric = primary_metric(res, matrix, wl)
+        if metric is None:
+            continue            # nothing to judge it on (faults, swapalign)
+        for be in res.source.backends:
+            a = res.samples.values.get((wl, be, metric, without))
+            b = res.samples.values.get((wl, be, metric, with_))
+            if not a or not b:
+                continue
+            info = res.samples.info[metric]
+            seed = zlib.crc32(f"{wl}/{be}/{metric}/{with_}/{without}"
+                              .encode())
+            out.append(Effect(with_, without, wl, be, metric, info.better,
+                              (len(a), len(b)),
+                              compare(a, b, info.better, seed)))
     return out
 
 
-def _effects(res: Results, with_: str, without: str) -> list[Effect]:
+def controlled(effects: Sequence[Effect]) -> list[Effect]:
+    """The effects with Benjamini-Hochberg q-values over the family; an
+    effect whose q exceeds ALPHA is not significant whatever its own
+    interval says."""
+    tested = [i for i, e in enumerate(effects) if e.change.p is not None]
+    qs = dict(zip(tested, bh([effects[i].change.p or 0.0
+                              for i in tested])))
     out = []
-    for wl in res.source.workloads:
-        for metric in filter(None, (res.throughput(wl), res.latency(wl))):
-            for be in res.source.backends:
-                a = res.samples.values.get((wl, be, metric, without))
-                b = res.samples.values.get((wl, be, metric, with_))
-                if not a or not b:
-                    continue
-                info = res.samples.info[metric]
-                seed = zlib.crc32(f"{wl}/{be}/{metric}/{with_}/{without}"
-                                  .encode())
-                out.append(Effect(with_, without, wl, be, metric,
-                                  info.better, (len(a), len(b)),
-                                  compare(a, b, info.better, seed)))
+    for i, e in enumerate(effects):
+        q = qs.get(i)
+        change = e.change
+        if q is not None and q > ALPHA and change.significant:
+            change = dataclasses.replace(change, verdict="ns")
+        out.append(dataclasses.replace(e, change=change, q=q))
     return out
 
 
@@ -204,16 +208,16 @@ def _interactions(effects: Sequence[Effect]) -> list[str]:
 
 # --------------------------------------------------------------- ranking
 
-def _key(c: Candidate) -> tuple:
-    return (bool(c.new_complaints), -(c.wins - c.losses), -c.assured,
-            c.lines)
+def _key(c: Candidate) -> tuple[bool, int, float, int, int]:
+    return (c.risks.blocking, -(c.wins - c.losses), -c.assured,
+            c.risks.count, c.lines)
 
 
 def _separated(a: Candidate, b: Candidate) -> str | None:
     """Why the data ranks `a` above `b`; None when it cannot tell."""
-    if bool(a.new_complaints) != bool(b.new_complaints):
-        return (f"{a.name} ranks above {b.name}: {b.name}'s runs show new "
-                f"kernel complaints ({_complaint_text(b.new_complaints)})")
+    if a.risks.blocking != b.risks.blocking:
+        return (f"{a.name} ranks above {b.name}: {b.name}'s runs show "
+                f"{'; '.join(b.risks.lines()[:2])}")
     ga = {(e.workload, e.backend, e.metric): (e, g) for e, g in a.judged()}
     for e, gb in b.judged():
         hit = ga.get((e.workload, e.backend, e.metric))
@@ -247,75 +251,143 @@ def separation(a: Candidate, b: Candidate) -> str:
             f"{b.lines} lines changed)")
 
 
-def verdict(rec: Recommendation) -> str:
-    """The recommendation in one sentence, no stronger than the data."""
-    names = [c.name for c in rec.ranked]
-    if not names:
-        return "No candidate could be measured"
+def send_order(ranked: Sequence[Candidate]) -> list[Candidate]:
+    """The ranking, each candidate preceded by the candidates it is
+    built on (in the order they are applied)."""
+    holder = {s: c for c in ranked for s in c.series}
+    out: list[Candidate] = []
+
+    def place(c: Candidate) -> None:
+        if c in out:
+            return
+        for n in c.needs:
+            if n in holder and holder[n] is not c:
+                place(holder[n])
+        out.append(c)
+    for c in ranked:
+        place(c)
+    return out
+
+
+def verdict(rec: Ranking, pool: str = "series that upstream lacks") -> str:
+    """The recommendation in one sentence, no stronger than the data;
+    `pool` names the candidates in words."""
+    if not rec.ranked and not rec.unranked:
+        return f"No recommendation: this run measures no {pool}"
+    if not rec.ranked:
+        return (f"No recommendation: no pair of variants in this run "
+                f"measures one of the {pool} on its own")
     if all(c.unjudged for c in rec.ranked):
-        if len(names) == 1:
-            return (f"Too few repeats to judge {names[0]}: no comparison "
-                    "has 3 repeats a side")
-        return (f"Too few repeats to rank: no comparison has 3 repeats a "
-                f"side, so {', '.join(names)} are in order of cost only")
-    if len(names) > 1 and _separated(*rec.ranked[:2]) is None:
-        return (f"No clear first: the data cannot separate {names[0]} and "
-                f"{names[1]}, in order of cost only")
-    return f"Send {names[0]} first"
+        return ("No recommendation: too few repeats to rank (no "
+                "comparison has 3 repeats a side)")
+    best = rec.ranked[0]
+    if not best.recommendable:
+        why = ("no series wins significantly on its primary metric "
+               "(false-discovery controlled)" if best.wins == 0 else
+               f"{best.name}, the best ranked, also "
+               + ("regresses" if best.losses else
+                  f"shows {best.risks.lines()[0]}"))
+        return f"No recommendation: {why}"
+    if len(rec.ranked) > 1 and rec.ranked[1].recommendable and \
+            _separated(best, rec.ranked[1]) is None:
+        return (f"No clear first: the data cannot separate {best.name} and "
+                f"{rec.ranked[1].name}, in order of cost only")
+    first = rec.order[0]
+    if first is best:
+        return f"Send {best.name} first"
+    return (f"Send {first.name} first: {best.name}, the best ranked, is "
+            "built on it")
 
 
-def _complaint_text(flags: Mapping[str, int]) -> str:
-    return ", ".join(f"{k} x{v}" for k, v in flags.items()) or "none"
+# ------------------------------------------------------------- candidates
+
+def _units(res: Results, matrix: Matrix, pool: Sequence[str],
+           why_not: dict[str, str]) -> tuple[
+               dict[tuple[str, ...], list[tuple[str, str]]], dict[str, str]]:
+    """The pairs that judge each series of `pool`: alone where a pair
+    adds only it, else in the smallest bundle of pool series none of
+    which is judged alone. `why_not` says why a series outside the pool
+    cannot share a bundle (merged, scaffolding)."""
+    names = [v for v in res.source.variants if v in matrix.variants
+             and matrix.variants[v].same_as is None]
+    steps: dict[tuple[str, str], tuple[str, ...]] = {}
+    for w in names:
+        for wo in names:
+            extra = added(matrix.variants[w], matrix.variants[wo]) \
+                if w != wo else None
+            if extra:
+                steps[(w, wo)] = extra
+    units: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+    alone = {s for s in pool if any(d == (s,) for d in steps.values())}
+    unranked: dict[str, str] = {}
+    for s in pool:
+        if s in alone:
+            units[(s,)] = [p for p, d in steps.items() if d == (s,)]
+            continue
+        holding = sorted((len(d), d) for d in steps.values() if s in d)
+        fit = [d for _, d in holding
+               if all(x in pool and x not in alone for x in d)]
+        if fit:
+            unit = min(fit, key=len)
+            units.setdefault(unit, [p for p, d in steps.items()
+                                    if d == unit])
+        elif holding:
+            others = [x for x in holding[0][1] if x != s]
+            unranked[s] = ("measured only together with " + ", ".join(
+                f"{x} ({why_not.get(x, 'judged alone')})" for x in others))
+        else:
+            unranked[s] = "no pair of variants in this run adds it"
+    return units, unranked
+
+
+def rank(res: Results, matrix: Matrix, pool: Sequence[str],
+         why_not: dict[str, str]) -> Ranking:
+    units, unranked = _units(res, matrix, pool, why_not)
+    cands = []
+    for unit, pairs in units.items():
+        tree = matrix.variants[pairs[0][0]].tree
+        effects = [e for w, wo in pairs for e in _effects(res, matrix, w, wo)]
+        deps = [n for s in unit for n in needs(matrix, tree, s)
+                if n not in unit]
+        cands.append(Candidate(
+            unit, tree, pairs, effects,
+            sum(lines_changed(matrix, tree, s) for s in unit),
+            risks(res, matrix, tree, unit, pairs),
+            tuple(dict.fromkeys(deps))))
+    family = controlled([e for c in cands for e in c.effects])
+    at = 0
+    for c in cands:
+        c.effects, at = family[at:at + len(c.effects)], at + len(c.effects)
+        c.interactions = _interactions(c.effects)
+    ranked = sorted(cands, key=_key)
+    seps = [separation(a, b) for a, b in zip(ranked, ranked[1:])]
+    return Ranking(ranked, seps, unranked, send_order(ranked))
 
 
 def recommend(res: Results, matrix: Matrix) -> Recommendation:
-    names = [v for v in res.source.variants if v in matrix.variants]
-    variants = {v: matrix.variants[v] for v in names}
     # The baseline's series are the starting point even in a run that
     # does not measure the baseline itself.
     base = matrix.variants.get(res.source.baseline)
     scaffolding = set(base.series) if base else set()
-    candidates_of = [s for v in variants.values() for s in v.series
-                     if s not in scaffolding]
-    series_all = list(dict.fromkeys(candidates_of))
-    steps: dict[tuple[str, str], tuple[str, ...]] = {}
-    for w in names:
-        for wo in names:
-            extra = added(variants[w], variants[wo]) if w != wo else None
-            if extra and not scaffolding.intersection(extra):
-                steps[(w, wo)] = extra
-    # Each series goes with its smallest steps: alone if some pair adds
-    # only it, else in the fewest-series bundle that contains it.
-    units: dict[tuple[str, ...], list[tuple[str, str]]] = {}
-    unranked: dict[str, str] = {}
-    for s in series_all:
-        holding = [(len(d), d, p) for p, d in steps.items() if s in d]
-        if not holding:
-            unranked[s] = ("no pair of variants in this run differs by it "
-                           "alone or in a bundle")
-            continue
-        smallest = min(h[0] for h in holding)
-        for _, d, p in holding:
-            if len(d) == smallest and p not in units.setdefault(d, []):
-                units[d].append(p)
-    cands = []
-    for unit, pairs in units.items():
-        tree = variants[pairs[0][0]].tree
-        effects = [e for w, wo in pairs for e in _effects(res, w, wo)]
-        c = Candidate(unit, pairs, effects,
-                      sum(lines_changed(matrix, tree, s) for s in unit),
-                      _complaints(res, [w for w, _ in pairs]),
-                      _complaints(res, [wo for _, wo in pairs]))
-        c.interactions = _interactions(effects)
-        cands.append(c)
-    ranked = sorted(cands, key=_key)
-    seps = [separation(a, b) for a, b in zip(ranked, ranked[1:])]
-    return Recommendation(ranked, seps, unranked, res.source.baseline,
-                          "each workload's throughput and p99 fault "
-                          "latency")
+    added_series = [s for v in res.source.variants if v in matrix.variants
+                    for s in matrix.variants[v].series
+                    if s not in scaffolding]
+    series = list(dict.fromkeys(added_series))
+    merged = {s: m for tree in matrix.merged.values()
+              for s, m in tree.items()}
+    scaffold = {s: "scaffolding" for s in scaffolding}
+    new = rank(res, matrix, [s for s in series if s not in merged], {
+        **scaffold, **{s: f"merged upstream in {m.version}"
+                       for s, m in merged.items()}})
+    old = [s for s in series if s in merged]
+    why_not = {**scaffold, **{s: "upstream lacks it" for s in series
+                              if s not in merged}}
+    return Recommendation(
+        new.ranked, new.separation, new.unranked, new.order,
+        res.source.baseline,
+        "each workload's primary metric (its question's, else throughput)",
+        rank(res, matrix, old, why_not) if old else None)
 
-
-# ------------------------------------------------------------- rendering
 
 def evidence(c: Candidate) -> list[str]:
     """The lines that justify a candidate's rank."""
@@ -324,53 +396,14 @@ def evidence(c: Candidate) -> list[str]:
         out.append("no pair of variants in this run separates "
                    f"{' and '.join(c.series)}: measured together")
     out.append(f"{c.wins} significant improvements, {c.losses} "
-               f"regressions over {len(c.effects)} comparisons")
+               f"regressions over {len(c.effects)} comparisons "
+               "(Benjamini-Hochberg q <= 5 % over the ranking)")
     out += [e.text() for e in c.effects]
     out += c.interactions
-    out.append(f"cost: {c.lines} lines changed; kernel complaints in its "
-               f"runs: {_complaint_text(c.complaints)}"
-               + (f" (without it: {_complaint_text(c.complaints_without)})"
-                  if c.complaints_without else ""))
+    out.append(f"cost: {c.lines} lines changed"
+               + (f"; built on {', '.join(c.needs)}" if c.needs else "")
+               + f"; kernel complaints in its runs: "
+               f"{flags(c.risks.complaints)}"
+               + (f" (without it: {flags(c.risks.complaints_without)})"
+                  if c.risks.complaints_without else ""))
     return out
-
-
-def markdown(rec: Recommendation, source_line: str) -> str:
-    out = ["# Upstream first", "", source_line + ".",
-           f"Candidates: the series added on top of the baseline "
-           f"'{rec.baseline}', each measured by a pair of variants that "
-           f"differ only by it, on {rec.metrics}.", ""]
-    for i, c in enumerate(rec.ranked):
-        out += [f"## {i + 1}. {c.name}", ""]
-        out += [f"- {line}" for line in evidence(c)]
-        if i < len(rec.separation):
-            out += ["", f"**{rec.separation[i]}.**"]
-        out.append("")
-    if rec.unranked:
-        out += ["## Not ranked", ""]
-        out += [f"- {s}: {why}" for s, why in rec.unranked.items()]
-        out.append("")
-    if not rec.ranked:
-        out += ["No candidate could be measured: the run has no pair of "
-                "variants that differ by a patch series.", ""]
-    return "\n".join(out)
-
-
-def html_page(rec: Recommendation, source_line: str) -> str:
-    e = html.escape
-    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-           "<title>swaplab: upstream first</title>",
-           "<style>body{font-family:sans-serif;max-width:60em;margin:1em "
-           "auto}li{margin:.2em 0}</style></head><body>",
-           "<h1>Upstream first</h1>", f"<p>{e(source_line)}.</p>"]
-    for i, c in enumerate(rec.ranked):
-        out.append(f"<h2>{i + 1}. {e(c.name)}</h2><ul>")
-        out += [f"<li>{e(line)}</li>" for line in evidence(c)]
-        out.append("</ul>")
-        if i < len(rec.separation):
-            out.append(f"<p><strong>{e(rec.separation[i])}.</strong></p>")
-    if rec.unranked:
-        out.append("<h2>Not ranked</h2><ul>")
-        out += [f"<li>{e(s)}: {e(w)}</li>" for s, w in rec.unranked.items()]
-        out.append("</ul>")
-    out.append("</body></html>\n")
-    return "\n".join(out)

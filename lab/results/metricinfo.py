@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 HIGHER, LOWER, NEUTRAL = "higher", "lower", "neutral"
+GIB = 1 << 30
+PAGE = 4096         # the guest's page size (x86-64), for pswpin/pswpout
 
 Key = tuple[str, str, str, str]      # workload, backend, metric, variant
 

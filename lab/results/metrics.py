@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from lab.results import record
-from lab.results.metricinfo import HIGHER, LOWER, NEUTRAL, Key, MetricInfo
+from lab.results.metricinfo import (GIB, HIGHER, LOWER, NEUTRAL, PAGE, Key,
+                                    MetricInfo)
 from lab.results.record import CellRecord
-
-GIB = 1 << 30
-PAGE = 4096         # the guest's page size (x86-64), for pswpin/pswpout
 
 # Aggregate fields of a swapbench group (or `total`): unit, better, headline
 # (pages_per_s is left out: it is bytes_per_s over the page size).

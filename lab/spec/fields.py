@@ -144,3 +144,16 @@ def as_settings(node: Node, what: str) -> dict[str, str]:
             value = int(value)
         out[key] = str(value)
     return out
+
+
+def as_named(node: Node, what: str,
+             build: Callable[[str, Node], T]) -> dict[str, T]:
+    """A mapping of name -> definition; names checked, order kept."""
+    if not isinstance(node.value, dict) or not node.value:
+        raise expected(node, f"a non-empty mapping of {what}")
+    out: dict[str, T] = {}
+    for key, child in node.value.items():
+        key_node = Node(node.file, node.key_lines[key], child.path, key)
+        name = as_name(key_node, f"a name for {what}")
+        out[name] = build(name, child)
+    return out

@@ -14,23 +14,23 @@ import dataclasses
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from lab import elf
 from lab.errors import MatrixError
 from lab.spec import expect
 from lab.spec.fields import (Fields, as_bool, as_int, as_list, as_name,
-                             as_names, as_number, as_settings, as_size_mib,
-                             as_str, expected)
+                             as_named, as_names, as_number, as_settings,
+                             as_size_mib, as_str, expected)
 from lab.spec.model import (RULE_KEYS, Expectation, Guest, Matrix,
                             Question, Rule, SubMatrix, Tree, Variant,
                             Workload)
+from lab.spec.merged import merged_series
 from lab.spec.parserules import output_and_rules
 from lab.spec.questions import as_duration_s, check_covered, question
 from lab.spec.swapdev import backend
 from lab.spec.yamlsrc import Node, load
 
-T = TypeVar("T")
 
 FIRMWARES = ("seabios", "ovmf")
 BASE_CONFIGS = ("tinyconfig", "defconfig")
@@ -61,10 +61,10 @@ def parse_matrix(text: str, path: Path,
     fragments = _fragments(top.need("fragments"), base)
     pdir = patches_dir or base / "patches"
     vnode = top.need("variants")
-    variants = _twins(_named(vnode, "variants", lambda n, v: _variant(
+    variants = _twins(as_named(vnode, "variants", lambda n, v: _variant(
         n, v, trees, fragments, pdir)), vnode)
-    backends = _named(top.need("backends"), "backends", backend)
-    workloads = _named(top.need("workloads"), "workloads", _workload)
+    backends = as_named(top.need("backends"), "backends", backend)
+    workloads = as_named(top.need("workloads"), "workloads", _workload)
     guest = _guest(top.need("guest"))
     rep_node = top.get("repeats")
     repeats = as_int(rep_node, 1, 1000, "a repeat count") if rep_node else 1
@@ -76,14 +76,16 @@ def parse_matrix(text: str, path: Path,
     dims: dict[str, dict[str, Any]] = {
         "variant": variants, "backend": backends, "workload": workloads}
     qnode = top.get("questions")
-    questions = _named(qnode, "questions", lambda n, v: question(
+    questions = as_named(qnode, "questions", lambda n, v: question(
         n, v, dims)) if qnode else {}
-    matrices = _named(top.need("matrices"), "matrices",
+    matrices = as_named(top.need("matrices"), "matrices",
                       lambda n, v: _submatrix(n, v, dims, repeats,
                                               questions))
     enode = top.get("expect")
     expectations = tuple(as_list(enode, lambda n: _expectation(n, dims),
                                  "expectations")) if enode else ()
+    mnode = top.get("merged")
+    merged = merged_series(mnode, trees, pdir) if mnode else {}
     for needed in ("quick", "full"):
         if needed not in matrices:
             raise top.node.error(f"missing sub-matrix '{needed}' (every "
@@ -92,7 +94,7 @@ def parse_matrix(text: str, path: Path,
     top.done()
     return Matrix(path, trees, fragments, variants, backends, workloads,
                   guest, repeats, baseline, matrices, pdir, expectations,
-                  questions)
+                  questions, merged)
 
 
 def _twins(variants: dict[str, Variant], node: Node) -> dict[str, Variant]:
@@ -114,19 +116,6 @@ def _twins(variants: dict[str, Variant], node: Node) -> dict[str, Variant]:
     return out
 
 
-def _named(node: Node, what: str,
-           build: Callable[[str, Node], T]) -> dict[str, T]:
-    """A mapping of name -> definition; names checked, order kept."""
-    if not isinstance(node.value, dict) or not node.value:
-        raise expected(node, f"a non-empty mapping of {what}")
-    out: dict[str, T] = {}
-    for key, child in node.value.items():
-        key_node = Node(node.file, node.key_lines[key], child.path, key)
-        name = as_name(key_node, f"a name for {what}")
-        out[name] = build(name, child)
-    return out
-
-
 def _trees(node: Node) -> dict[str, Tree]:
     def tree(name: str, child: Node) -> Tree:
         if not TREE_RE.match(name):
@@ -142,7 +131,7 @@ def _trees(node: Node) -> dict[str, Tree]:
                     raise expected(bc, " or ".join(BASE_CONFIGS))
             fields.done()
         return Tree(name, base_config)
-    return _named(node, "trees", tree)
+    return as_named(node, "trees", tree)
 
 
 def _fragments(node: Node, base: Path) -> dict[str, Path]:
@@ -151,7 +140,7 @@ def _fragments(node: Node, base: Path) -> dict[str, Path]:
         if not path.is_file():
             raise child.error(f"config fragment file {path} does not exist")
         return path
-    return _named(node, "fragments", fragment)
+    return as_named(node, "fragments", fragment)
 
 
 def _settings(fields: Fields, key: str, pattern: re.Pattern[str],

@@ -96,9 +96,22 @@ class Variant:
         return bool(self.series)
 
 
+@dataclass(frozen=True)
+class Merged:
+    """A series of ours that upstream has since merged in its own form:
+    the upstream-first ranking does not rank it, it asks whether the lab
+    reproduces what upstream decided."""
+    series: str
+    version: str                # the first mainline release with it
+    what: str                   # what upstream merged, in words
+    off_on: tuple[str, ...]     # backend kinds upstream left it off on
+    where: str                  # file:line
+
+
 # Sticky media faults, injected by the device model (any model).
 FAULT_RATES = ("read_error_rate", "write_error_rate")
 # Device models per kind (lab/devmodel); pmem is memory, never modelled.
+BACKEND_KINDS = ("rotational", "nvme", "pmem")
 MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
 
 
@@ -286,6 +299,8 @@ class Matrix:
     patches_dir: Path = field(repr=False)
     expect: tuple[Expectation, ...] = ()
     questions: dict[str, Question] = field(default_factory=dict)
+    # tree -> series -> what upstream merged of it (matrix `merged`)
+    merged: dict[str, dict[str, Merged]] = field(default_factory=dict)
 
     def series_dir(self, tree: str, series: str) -> Path:
         return self.patches_dir / tree / series

@@ -7,10 +7,9 @@ import math
 
 from lab.spec.fields import (Fields, as_bool, as_int, as_number, as_size_mib,
                              as_str, expected)
-from lab.spec.model import FAULT_RATES, MODELS, Backend
+from lab.spec.model import BACKEND_KINDS, FAULT_RATES, MODELS, Backend
 from lab.spec.yamlsrc import Node
 
-BACKEND_KINDS = ("rotational", "nvme", "pmem")
 BACKEND_PARAMS: dict[str, dict[str, str]] = {
     # param -> "int" | "number" | "size" | "str" | "bool" | "dilation";
     # the device-model keys are explained in docs/devices.md.

@@ -11,6 +11,7 @@ from lab.errors import LabError
 from lab.guest import accel, backends, qemu
 from lab.spec import matrix as mx
 from lab.spec import swapdev
+from lab.spec.fields import as_named
 from lab.spec.model import Backend, Guest
 from lab.spec.yamlsrc import load
 
@@ -24,7 +25,7 @@ class _Sections:
 
     def __init__(self, path: Path) -> None:
         root = load(path.read_text(), str(path))
-        self.backends = mx._named(root.value["backends"], "backends",
+        self.backends = as_named(root.value["backends"], "backends",
                                   swapdev.backend)
         self.guest = mx._guest(root.value["guest"])
 

@@ -381,3 +381,43 @@ def test_a_cell_plan_resolves_the_cell_once(tmp_path: Path) -> None:
     seq = matrix.plan(Cell(1, "readahead", "nvme", "seq"))
     assert seq.sysfs == {"kernel/mm/swap/vma_ra_enabled": "1"}
     assert seq.guest == matrix.guest
+
+
+MERGED = """merged:
+  linux-source-6.1:
+    readahead: {version: "4.14", what: VMA readahead, off_on: [rotational]}
+"""
+
+
+def test_merged_series_are_read_per_tree(tmp_path: Path) -> None:
+    m = load_matrix(make_tree(tmp_path, GOOD.replace("variants:\n",
+                                                     MERGED + "variants:\n")))
+    ra = m.merged["linux-source-6.1"]["readahead"]
+    assert (ra.version, ra.what, ra.off_on) == ("4.14", "VMA readahead",
+                                                ("rotational",))
+
+
+@pytest.mark.parametrize("old, new, needle, keypath, expect", [
+    ("linux-source-6.1:\n    readahead", "linux-source-9.9:\n    readahead",
+     "linux-source-9.9:", "merged.linux-source-9.9",
+     "tree 'linux-source-9.9' is not in `trees`"),
+    ("    readahead: {", "    redahead: {", "redahead", "merged."
+     "linux-source-6.1.redahead", "no series 'redahead'"),
+    ('"4.14"', '"4.14-rc1"', "4.14-rc1",
+     "merged.linux-source-6.1.readahead.version",
+     'a mainline version such as "4.14"'),
+    ("off_on: [rotational]", "off_on: [spinning]", "spinning",
+     "merged.linux-source-6.1.readahead.off_on",
+     "'spinning' is not a backend kind"),
+])
+def test_bad_merged_entries_are_named(tmp_path: Path, old: str, new: str,
+                                      needle: str, keypath: str,
+                                      expect: str) -> None:
+    text = GOOD.replace("variants:\n", MERGED.replace(old, new, 1) +
+                        "variants:\n")
+    with pytest.raises(MatrixError) as info:
+        load_matrix(make_tree(tmp_path, text))
+    err = info.value
+    assert (err.keypath, err.line) == (keypath, line_of(text, needle)), \
+        str(err)
+    assert expect in err.message

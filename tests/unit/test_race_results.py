@@ -21,7 +21,7 @@ import pytest
 
 from lab.guest import cellspec, frame, verdict
 from lab.kernel.build import Build
-from lab.report.reliability import VariantFaults, add_cell
+from lab.results.faults import VariantFaults, add_cell
 from lab.results.metrics import LOWER, NEUTRAL, cell_metrics
 from lab.session.cellrun import sanity
 from lab.spec.matrix import load_matrix

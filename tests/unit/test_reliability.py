@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.report import reliability, reportdir
+from lab.results import faults
 from lab.report.analysis import Results
 from lab.results.store import Store
 
@@ -32,7 +33,7 @@ def raw(records, variant: str) -> list[dict]:
 
 
 def test_rows_add_up_the_cells(records):
-    rows = reliability.summarize(records, ["upstream", "base", "thp-swapin"])
+    rows = faults.summarize(records, ["upstream", "base", "thp-swapin"])
     assert [r.variant for r in rows] == ["base", "thp-swapin"]
     for row in rows:
         cells = raw(records, row.variant)
@@ -63,14 +64,14 @@ def test_a_mismatch_or_a_swap_left_off_is_not_clean(records):
     cell = next(r for r in records if r.cell.workload == "swapoff-load")
     broken = copy.deepcopy(cell)
     broken.result["workload"]["result"]["total"]["fork_mismatches"] = 1
-    row = reliability.VariantFaults(cell.cell.variant)
-    reliability.add_cell(row, broken.result)
+    row = faults.VariantFaults(cell.cell.variant)
+    faults.add_cell(row, broken.result)
     assert row.mismatches == 1 and not row.clean
 
     left_off = copy.deepcopy(cell)
     left_off.result["swap_events"]["swapcycle"][0]["swapon"] = "EBUSY"
-    row = reliability.VariantFaults(cell.cell.variant)
-    reliability.add_cell(row, left_off.result)
+    row = faults.VariantFaults(cell.cell.variant)
+    faults.add_cell(row, left_off.result)
     assert row.swap_failures == 1 and not row.clean
 
 
@@ -84,8 +85,8 @@ def test_a_damaged_file_beside_a_swap_file_is_not_clean(records):
         on_file = copy.deepcopy(cell)
         on_file.result["swap_file_check"] = {
             "files": 4397, "bad": bad, "unreadable": 1 if bad else 0}
-        row = reliability.VariantFaults(cell.cell.variant)
-        reliability.add_cell(row, on_file.result)
+        row = faults.VariantFaults(cell.cell.variant)
+        faults.add_cell(row, on_file.result)
         rows.append(row)
     assert (rows[0].swap_file_cells, rows[0].filler_files,
             rows[0].filler_damaged) == (1, 4397, 0) and rows[0].clean
@@ -93,19 +94,19 @@ def test_a_damaged_file_beside_a_swap_file_is_not_clean(records):
     text = reliability.markdown(rows[:1], "run x")
     assert "1 cells, 4397 files, 0 damaged" in text
     assert text.rstrip().endswith("no damaged file.")
-    plain = reliability.summarize(records, ["base", "thp-swapin"])
+    plain = faults.summarize(records, ["base", "thp-swapin"])
     assert "Swap files" not in reliability.markdown(plain, "run x")
 
 
 def test_lab_errors_are_not_counted(records):
     host_fault = copy.deepcopy(records[0])
     host_fault.result.update(outcome="failed", reason="lab-error")
-    rows = reliability.summarize([host_fault], ["base", "thp-swapin"])
+    rows = faults.summarize([host_fault], ["base", "thp-swapin"])
     assert rows == []
 
 
 def test_markdown_and_figure(run, records, tmp_path):
-    rows = reliability.summarize(records, ["base", "thp-swapin"])
+    rows = faults.summarize(records, ["base", "thp-swapin"])
     text = reliability.markdown(rows, "run faults-real")
     assert "| base | 2 (0) |" in text
     assert "Every variant clean" in text
@@ -124,7 +125,7 @@ def test_report_has_the_section_only_when_faults_ran(run, tmp_path):
     assert [f.name for f in figs] == ["reliability"]
     quick = Results.of(Store(DATA).open("quick-real"))
     assert reportdir.write_reliability(quick, tmp_path / "quick", []) == []
-    assert not reliability.has_faults(quick.records.values())
+    assert not faults.has_faults(quick.records.values())
 
 
 def test_captured_cells_are_real(records):

@@ -323,6 +323,6 @@ def test_report_of_a_run_without_the_baseline(tmp_path):
     assert "(not in this run: no comparisons)" in \
         (tmp_path / "report" / "deck.html").read_text()
     upstream = (tmp_path / "report" / "upstream.md").read_text()
-    assert "No candidate could be measured" in upstream
+    assert "**No recommendation: " in upstream
     with pytest.raises(LabError, match="no variant base in run no-base"):
         tables.compare_run(run, "base", ["readahead"])
