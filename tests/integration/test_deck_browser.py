@@ -54,9 +54,11 @@ def deck(request, tmp_path_factory):
     res = analysis.Results.of(run)
     dest = tmp_path_factory.mktemp("deck")
     figs = figures.write_figures(res, dest / "figures")
-    rec = upstream.recommend(res, run_matrix(run))
-    page, pdf = slides.write_deck(res, rec, figs, dest, pdf=True, lead=lead)
-    keys = [s.key for s in slides.slides(res, rec, figs, lead)]
+    matrix = run_matrix(run)
+    rec = upstream.recommend(res, matrix)
+    page, pdf = slides.write_deck(res, rec, matrix, figs, dest, pdf=True,
+                                  lead=lead)
+    keys = [s.key for s in slides.slides(res, rec, matrix, figs, lead)]
     return page, pdf, keys
 
 
