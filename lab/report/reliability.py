@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 
 from lab.report.analysis import Results
-from lab.report.figures import Figure, colours_of, finish
+from lab.report.figstyle import (COLUMN, DARK, Figure, colours_of, finish,
+                                 new_figure)
 from lab.results.faults import VariantFaults
 
 
@@ -83,29 +83,36 @@ def headline(rows: list[VariantFaults]) -> str:
 
 def figure(res: Results, rows: list[VariantFaults],
            dest: Path) -> Figure | None:
-    """GiB swapped out and back per variant, faults and complaints
-    written on the bars."""
+    """GiB swapped out and back per variant (a row each), and at the end
+    of each row whether its cells were clean, or what went wrong."""
     if not rows:
         return None
     colours = colours_of(res.source.variants)
-    fig, ax = plt.subplots(figsize=(9, 4.8))
-    xs = range(len(rows))
-    for i, row in zip(xs, rows):
+    fig, ax, _ = new_figure((7.0, 1.9 + 0.42 * len(rows)), COLUMN)
+    ys = range(len(rows))
+    for y, row in zip(ys, rows):
         colour = colours.get(row.variant, "#888888")
-        ax.bar(i - 0.2, row.swapped_out_gib, 0.4, color=colour)
-        ax.bar(i + 0.2, row.swapped_in_gib, 0.4, color=colour,
-               alpha=0.55, hatch="//")
-        top = max(row.swapped_out_gib, row.swapped_in_gib)
-        ax.annotate(f"{row.faults} faults\n{row.procs_io_killed} killed\n"
-                    f"{row.mismatches} mismatch\n{row.complaints} warn",
-                    (i, top), textcoords="offset points", xytext=(0, 3),
-                    ha="center", va="bottom", fontsize=7,
-                    color="#000000" if row.clean else "#D55E00")
-    ax.set_xticks(list(xs), [r.variant for r in rows], rotation=20,
-                  ha="right")
-    ax.set_ylabel("GiB swapped (solid: out, hatched: in)")
-    ax.set_ylim(0, max(max(r.swapped_out_gib, r.swapped_in_gib)
-                       for r in rows) * 1.45 or 1)
-    return finish(fig, res, headline(rows), "reliability", dest,
-                   note="verified: every page read back was checked "
-                   "against its stamp; faults: failed device requests")
+        ax.barh(y - 0.2, row.swapped_out_gib, 0.4, color=colour)
+        ax.barh(y + 0.2, row.swapped_in_gib, 0.4, color=colour,
+                alpha=0.55, hatch="//")
+        end = max(row.swapped_out_gib, row.swapped_in_gib)
+        ax.annotate("clean" if row.clean else verdict(row), (end, y),
+                    xytext=(4, 0), textcoords="offset points",
+                    va="center", color=DARK if row.clean else "#D55E00")
+    ax.set_yticks(list(ys), [r.variant for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("GiB swapped (solid out, hatched in)")
+    ax.set_xlim(0, max(max(r.swapped_out_gib, r.swapped_in_gib)
+                       for r in rows) * 1.6 or 1)
+    return finish(fig, headline(rows), "reliability", dest,
+                  res.provenance(), note="every page read back was "
+                  "checked against its stamp")
+
+
+def verdict(row: VariantFaults) -> str:
+    """What made a variant's cells not clean, shortest first."""
+    parts = [f"{n} {what}" for n, what in (
+        (row.mismatches, "wrong"), (row.filler_damaged, "files hit"),
+        (row.complaints, "warn"), (row.failed, "failed"),
+        (row.swap_failures, "swapon")) if n]
+    return ", ".join(parts[:2])

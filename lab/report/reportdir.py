@@ -21,7 +21,8 @@ from lab.results import faults
 from lab.report.answerdeck import answer_slides
 from lab.report.catalogue import write_catalogue, write_record
 from lab.report.analysis import Results
-from lab.report.figures import Figure, write_figures
+from lab.report.figstyle import Figure
+from lab.report.figures import write_figures
 from lab.report.slide import Slide
 from lab.report.slides import write_deck
 from lab.report.tables import write_report

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 from lab.cache import atomic_write
 from lab.report.analysis import Results
 from lab.report.effect import Effect, gain, what
-from lab.report.figures import Figure
+from lab.report.figstyle import Figure
 from lab.report.columns import Item, effect_items, num, pages, render, room
 from lab.report.pdf import print_pdf
 from lab.report.slide import Slide

@@ -5,8 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from lab.report import analysis, figures
-from lab.results.store import Store
+import dataclasses
+
+from lab.paths import REPO
+from lab.report import analysis, figstyle, figures
+from lab.results.metricinfo import HIGHER, LOWER
+from lab.results.store import Store, open_results_dir
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -34,15 +38,62 @@ def test_every_figure_in_png_and_svg(drawn):
 
 
 def test_titles_state_the_computed_finding(res, drawn):
+    seq = res.row("seq", "nvme", "swapbench.main.bytes_per_s", "readahead")
+    assert drawn["change-seq"].title == "seq, throughput: " + \
+        analysis.headline([r for r in res.rows if r.workload == "seq" and
+                           r.metric == seq.metric and r.change],
+                          "base")
     p99 = res.row("seq", "nvme", "swapbench.main.latency.p99_us",
                   "readahead")
     assert p99.change.significant
-    assert drawn["change-seq"].title == (
+    assert drawn["latency-seq"].title == (
         f"seq: readahead cuts p99 fault latency on nvme by "
         f"{abs(p99.change.pct):.0f} %")
     fill = res.row("thp-swpout", "rotational",
                    "swapbench.fill.bytes_per_s", "thp-stage2")
     assert f"by {abs(fill.change.pct):.0f} %" in drawn["swapout"].title
+
+
+RUNS = [REPO / "reports" / r / "raw" for r in (
+    "20261206-114034-seeds", "20261206-023500-quick",
+    "20261206-184347-safety")]
+
+
+@pytest.mark.parametrize("where", ["fixture-run", "quick-real", *RUNS],
+                         ids=lambda w: w if isinstance(w, str)
+                         else w.parent.name)
+def test_every_figure_reads_on_a_projector(where, tmp_path):
+    """At least 14 pt as the deck shows it, and no two texts overlap:
+    on planted effects, one repeat, and three committed runs."""
+    run = Store(DATA).open(where) if isinstance(where, str) \
+        else open_results_dir(where)
+    found = analysis.Results.of(run)
+    drawn = figures.write_figures(found, tmp_path)
+    assert drawn
+    for f in drawn:
+        assert f.shown_pt >= figstyle.MIN_SHOWN_PT, f.name
+        assert f.overlaps == (), f.name
+
+
+def test_a_change_of_3x_or_more_gets_a_fold_axis(res):
+    rows = [r for r in res.rows if r.change and r.change.pct is not None]
+    big = dataclasses.replace(rows[0], change=dataclasses.replace(
+        rows[0].change, pct=+210.0))
+    assert not figures.folded(rows[:1]) and figures.folded([big])
+    # Up is better on a fold axis: a halved latency is 2x.
+    assert figures._fold(-50.0, LOWER) == pytest.approx(2.0)
+    assert figures._fold(+100.0, HIGHER) == pytest.approx(2.0)
+
+
+def test_heatmap_cells_carry_their_spread(res):
+    row = res.row("seq", "nvme", "swapbench.main.bytes_per_s", "readahead")
+    c = row.change
+    text = figures.cell_text(row)
+    assert text.startswith(f"{c.pct:+.0f}±{(c.high - c.low) / 2:.0f}%")
+    assert text.endswith("*") == c.significant
+    one = dataclasses.replace(row, change=dataclasses.replace(
+        c, low=None, high=None, verdict="n<3", pct=250.0))
+    assert figures.cell_text(one) == "3.5x"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +121,7 @@ def test_one_repeat_judges_nothing(real, tmp_path):
 
 def test_a_variant_has_one_colour_in_every_figure(res, drawn):
     colours = {v: c.lower() for v, c in
-               figures.colours_of(res.source.variants).items()}
+               figstyle.colours_of(res.source.variants).items()}
 
     def used(name: str) -> set[str]:
         text = drawn[name].svg.read_text().lower()
@@ -86,37 +137,21 @@ def test_a_variant_has_one_colour_in_every_figure(res, drawn):
 def test_swapout_label_says_why_there_is_none(real):
     # DAX pmem: the guest counted no block writes, so no write size.
     assert figures.write_size(real, "seq", "dax-pmem", "base") == \
-        "n/a: 0 block writes"
+        "0 writes"
     io = real.row("thp-swpout", "nvme", "diskstats.kib_per_write",
                   "thp-stage2")
     assert figures.write_size(real, "thp-swpout", "nvme", "thp-stage2") == \
-        f"{io.summary.mean:.0f} KiB/write"
-    assert figures.write_size(real, "thp-swpout", "nvme", "nope") == \
-        "n/a: no diskstats"
+        f"{io.summary.mean:.0f} KiB"
+    assert figures.write_size(real, "thp-swpout", "nvme", "nope") == "n/a"
 
 
 def test_heatmap_scale_per_workload(drawn):
-    assert drawn["heatmap"].title.startswith(
-        "Throughput on seq, thp-swpout: ")
-    # One outlier does not set the scale, and is said to be clipped.
-    assert figures.colour_scale([1, -2, 3, 4, 5, 6, 7, 8, 9, -400]) == \
-        (9, True)
-    assert figures.colour_scale([-20, 5]) == (20, False)
-    assert figures.colour_scale([0.1]) == (1.0, False)
+    assert drawn["heatmap"].title.startswith("Throughput: ")
+    # One outlier does not set the scale (its cell says its value).
+    assert figures.colour_scale([1, -2, 3, 4, 5, 6, 7, 8, 9, -400]) == 9
+    assert figures.colour_scale([-20, 5]) == 20
+    assert figures.colour_scale([0.1]) == 1.0
 
 
 def test_the_swapout_figure_takes_the_fill_workload(res):
     assert figures.swapout_workload(res) == "thp-swpout"
-
-
-def test_a_variant_keeps_its_colour_across_runs() -> None:
-    """By name, not by place: a run with other variants, or in another
-    order, gives the shared ones the same colours, all distinct."""
-    a = figures.colours_of(["base", "readahead", "thp-stage1", "thp-stage2"])
-    b = figures.colours_of(["thp-swapin", "thp-stage2", "base-again",
-                            "base", "readahead"])
-    assert {v: a[v] for v in ("base", "readahead", "thp-stage2")} == \
-        {v: b[v] for v in ("base", "readahead", "thp-stage2")}
-    many = [f"v{i}" for i in range(len(figures.PALETTE))]
-    assert len(set(figures.colours_of(many).values())) == len(many)
-    assert "#000000" not in figures.PALETTE
