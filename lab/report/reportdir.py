@@ -25,7 +25,7 @@ from lab.report.figstyle import Figure
 from lab.report.figures import write_figures
 from lab.report.slide import Slide
 from lab.report.slides import write_deck
-from lab.report.tables import write_report
+from lab.report.tablefiles import write_report
 from lab.report.upstream import recommend
 from lab.report.upstreampage import Links, html_page, markdown
 from lab.results.replication import RunAnswers, replicate
@@ -175,7 +175,8 @@ def build_report(run: Run, dest: Path | None = None,
     answers = write_answers(run, out, ra, marks)
     files = ([out / "answers.md"] if answers else []) + files
     files += write_report(res.rows, res.source, out / "tables",
-                         res.samples.failed, all_metrics)
+                         res.samples.failed, all_metrics,
+                         res.samples.values)
     figs = write_figures(res, out / "figures")
     files += [p for f in figs for p in (f.png, f.svg)]
     matrix = run_matrix(run)

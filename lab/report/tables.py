@@ -7,12 +7,9 @@ the repeats it rests on. Rendering is pure: rows in, text out.
 from __future__ import annotations
 
 import csv
-import html
 import io
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from lab.cache import atomic_write
 from lab.errors import LabError
 from lab.results.metrics import HIGHER, LATENCY_FIELDS, LOWER, gather
 from lab.results.stats import BOOTSTRAP_MIN_N, CONFIDENCE, MIN_N, Row, analyze
@@ -39,7 +36,7 @@ def _shown(rows: Sequence[Row], all_metrics: bool) -> list[str]:
     return out
 
 
-def _index(rows: Iterable[Row]) -> dict[tuple[str, str, str, str], Row]:
+def index_rows(rows: Iterable[Row]) -> dict[tuple[str, str, str, str], Row]:
     return {(r.workload, r.backend, r.metric, r.variant): r for r in rows}
 
 
@@ -49,7 +46,7 @@ def _measured(rows: Sequence[Row], variants: Sequence[str]) -> str:
     return ", ".join(f"{v} n={n[v]}" for v in variants)
 
 
-def _failed(failed: Mapping[str, str] | None,
+def failed_lines(failed: Mapping[str, str] | None,
             cells: Iterable[str] | None = None) -> list[str]:
     """A line naming the failed cells (of `cells`, default all)."""
     failed = failed or {}
@@ -91,7 +88,7 @@ def compare_text(rows: Sequence[Row], source: Source, base: str,
         raise LabError(f"no variant {', '.join(unknown)} in run "
                        f"{source.run_id}; it has: "
                        f"{', '.join(source.variants)}")
-    index = _index(rows)
+    index = index_rows(rows)
     out = []
     for wl in source.workloads:
         for be in source.backends:
@@ -103,7 +100,7 @@ def compare_text(rows: Sequence[Row], source: Source, base: str,
                      for i in range(1, source.repeats + 1)]
             out += [f"{wl} on {be}", source.line(),
                     f"repeats measured: {_measured(block, variants)}",
-                    *_failed(failed, cells), "",
+                    *failed_lines(failed, cells), "",
                     f"{base:<16} " + "".join(f"{o:<27} " for o in others),
                     "-" * 16 + " " + ("-" * 26 + " ") * len(others),
                     f"{'%stddev':>16}" + f"{'%change':>10} {'%stddev':>17}"
@@ -137,7 +134,7 @@ def compare_text(rows: Sequence[Row], source: Source, base: str,
 
 # ----------------------------------------------------------------- report
 
-def _human(value: float, unit: str) -> str:
+def human(value: float, unit: str) -> str:
     if unit == "B/s":
         for div, name in ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
             if abs(value) >= div:
@@ -149,19 +146,19 @@ def _human(value: float, unit: str) -> str:
     return f"{number} {unit}"
 
 
-def _cell(row: Row | None, base_row: Row | None) -> str:
+def pivot_cell(row: Row | None, base_row: Row | None) -> str:
     """A pivot cell: the baseline's mean, or the change against it."""
     if row is None:
         return "–"
     s = row.summary
     if row.change is None:
         cv = f" ±{s.cv_pct:.1f}%" if s.cv_pct is not None else ""
-        return f"{_human(s.mean, row.unit)}{cv} (n={s.n})"
+        return f"{human(s.mean, row.unit)}{cv} (n={s.n})"
     c = row.change
     mark = f" {MARK_SIGNIFICANT}" if c.significant else ""
     if c.pct is None:
-        base = _human(base_row.summary.mean, row.unit) if base_row else "0"
-        return f"{base} → {_human(s.mean, row.unit)}{mark}"
+        base = human(base_row.summary.mean, row.unit) if base_row else "0"
+        return f"{base} → {human(s.mean, row.unit)}{mark}"
     if c.verdict == "n<3":
         return f"{c.pct:+.1f}% (n<3)"
     ci = f" [{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None else ""
@@ -177,7 +174,7 @@ def pivots(rows: Sequence[Row], source: Source, all_metrics: bool = False
            ) -> list[tuple[str, str, str, list[list[str]]]]:
     """(workload, metric, subtitle, table) per pivot: a header row, then a
     row per variant (the baseline first), then the A/A noise row."""
-    index = _index(rows)
+    index = index_rows(rows)
     out = []
     variants = [v for v in source.variants if v != source.baseline]
     if source.compared:
@@ -190,7 +187,7 @@ def pivots(rows: Sequence[Row], source: Source, all_metrics: bool = False
             for v in variants:
                 label = f"{v} (baseline)" if v == source.baseline else v
                 table.append([label, *(
-                    _cell(index.get((wl, be, metric, v)),
+                    pivot_cell(index.get((wl, be, metric, v)),
                           index.get((wl, be, metric, source.baseline)))
                     for be in source.backends)])
             noise = ["A/A detectable"]
@@ -205,7 +202,7 @@ def pivots(rows: Sequence[Row], source: Source, all_metrics: bool = False
     return out
 
 
-def _about(source: Source) -> list[str]:
+def about(source: Source) -> list[str]:
     """What the pivot cells are: changes against the baseline, or (no
     baseline in the run) each variant's own values."""
     if not source.compared:
@@ -219,8 +216,8 @@ def report_markdown(rows: Sequence[Row], source: Source,
                     failed: Mapping[str, str] | None = None,
                     all_metrics: bool = False) -> str:
     out = ["# swaplab report", "", source.line() + ".",
-           *_about(source), ""]
-    out += [*_failed(failed), ""] if failed else []
+           *about(source), ""]
+    out += [*failed_lines(failed), ""] if failed else []
     current = None
     for wl, metric, sub, table in pivots(rows, source, all_metrics):
         if wl != current:
@@ -234,42 +231,6 @@ def report_markdown(rows: Sequence[Row], source: Source,
         out += ["| " + " | ".join(r) + " |" for r in table[1:]]
         out.append("")
     out += ["## Latency", "", "```", latency_text(rows, source), "```", ""]
-    return "\n".join(out)
-
-
-def anchor(workload: str, metric: str, variant: str = "") -> str:
-    """The id of a pivot table in report.html, or of a variant's row in
-    it: what other pages link a figure they quote to."""
-    return "--".join(filter(None, (workload, metric, variant)))
-
-
-def report_html(rows: Sequence[Row], source: Source,
-                failed: Mapping[str, str] | None = None,
-                all_metrics: bool = False) -> str:
-    e = html.escape
-    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
-           f"<title>swaplab report {e(source.run_id)}</title>",
-           "<style>table{border-collapse:collapse}td,th{border:1px solid "
-           "#999;padding:2px 6px;text-align:right}td:first-child"
-           "{text-align:left}</style></head><body>",
-           "<h1>swaplab report</h1>", f"<p>{e(source.line())}.</p>"]
-    out += [f"<p>{e(t)}</p>" for t in _about(source) if t]
-    out += [f"<p>{e(t)}</p>" for t in _failed(failed)]
-    current = None
-    for wl, metric, sub, table in pivots(rows, source, all_metrics):
-        if wl != current:
-            out.append(f"<h2>{e(wl)}</h2>")
-            current = wl
-        out.append(f"<h3 id='{e(anchor(wl, metric))}'>{e(metric)} "
-                   f"({e(sub)})</h3><table>")
-        out.append("<tr>" + "".join(f"<th>{e(c)}</th>" for c in table[0])
-                   + "</tr>")
-        out += [f"<tr id='{e(anchor(wl, metric, r[0].split(' ')[0]))}'>"
-                + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
-                for r in table[1:]]
-        out.append("</table>")
-    out += ["<h2>Latency</h2>", f"<pre>{e(latency_text(rows, source))}</pre>",
-            "</body></html>", ""]
     return "\n".join(out)
 
 
@@ -312,7 +273,7 @@ def _seed_us(us: float) -> str:
 def latency_text(rows: Sequence[Row], source: Source) -> str:
     """The seeds' latency blocks per workload, backend, variant and
     swapbench group; each figure is the mean over the measured repeats."""
-    index = _index(rows)
+    index = index_rows(rows)
     out = [source.line()]
     groups: list[str] = []
     for r in rows:
@@ -339,19 +300,6 @@ def latency_text(rows: Sequence[Row], source: Source) -> str:
                             ", ".join(f"{p[1:-3]}th: {_seed_us(fig[p])}"
                                       for p in SEED_PERCENTILES)]
     return "\n".join(out)
-
-
-def write_report(rows: Sequence[Row], source: Source, dest: Path,
-                 failed: Mapping[str, str] | None = None,
-                 all_metrics: bool = False) -> list[Path]:
-    """report.md, report.csv, report.html and latency.txt under `dest`."""
-    files = {"report.md": report_markdown(rows, source, failed, all_metrics),
-             "report.csv": report_csv(rows, source),
-             "report.html": report_html(rows, source, failed, all_metrics),
-             "latency.txt": latency_text(rows, source) + "\n"}
-    for name, text in files.items():
-        atomic_write(dest / name, text)
-    return [dest / name for name in files]
 
 
 # ------------------------------------------------------- for the command

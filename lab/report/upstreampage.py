@@ -14,7 +14,8 @@ from typing import Callable
 from lab.report.analysis import Results
 from lab.report.effect import Effect
 from lab.report.backtest import findings
-from lab.report.tables import anchor, pivots
+from lab.report.tablefiles import anchor
+from lab.report.tables import pivots
 from lab.report.patchseries import patch_files
 from lab.report.upstream import (MERGED, Candidate, Ranking, Recommendation,
                                  evidence, verdict)

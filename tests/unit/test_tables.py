@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lab.errors import LabError
-from lab.report import reportdir, tables
+from lab.report import reportdir, tablefiles, tables
 from lab.results import metrics, stats
 from lab.results.store import Store
 
@@ -165,7 +165,7 @@ class Tags(HTMLParser):
 
 def test_report_html(loaded):
     source, s = loaded
-    text = tables.report_html(rows_for(loaded), source, s.failed)
+    text = tablefiles.report_html(rows_for(loaded), source, s.failed)
     parser = Tags()
     parser.feed(text)
     assert parser.stack == []
@@ -199,7 +199,7 @@ def test_seed_number_format(us, text):
 
 def test_write_report(loaded, tmp_path):
     source, s = loaded
-    files = tables.write_report(rows_for(loaded), source, tmp_path / "r",
+    files = tablefiles.write_report(rows_for(loaded), source, tmp_path / "r",
                                 s.failed)
     assert [f.name for f in files] == ["report.md", "report.csv",
                                        "report.html", "latency.txt"]
