@@ -101,12 +101,39 @@ def test_screenshot_each_slide(deck, tmp_path):
         assert img.std() > 0.02, f"slide {key} looks blank"
 
 
-def test_pdf_has_one_page_per_slide(deck):
-    _, pdf, keys = deck
+def pdf_pages(pdf: Path) -> int:
     if shutil.which("pdfinfo"):
         info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True,
                               text=True, check=True).stdout
-        pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
-    else:
-        pages = len(re.findall(rb"/Type\s*/Page(?!s)", pdf.read_bytes()))
-    assert pages == len(keys)
+        return int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    return len(re.findall(rb"/Type\s*/Page(?!s)", pdf.read_bytes()))
+
+
+def test_pdf_has_one_page_per_slide(deck):
+    _, pdf, keys = deck
+    assert pdf_pages(pdf) == len(keys)
+
+
+# The committed reference decks that regenerate from their raw results.
+REFERENCE = sorted(p.parent for p in (REPO / "reports").glob("*/raw")
+                   if (p.parent / "deck.html").is_file())
+
+
+@pytest.mark.parametrize("report", REFERENCE, ids=lambda p: p.name)
+def test_reference_deck_fits_and_prints_a_page_per_slide(report: Path):
+    """As committed: no slide body overflows at 1280x720, and deck.pdf
+    has one page per slide."""
+    page = report / "deck.html"
+    keys = re.findall(r"data-slide='([^']+)'", page.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.html"
+        probe.write_text(page.read_text().replace("</body>",
+                                                  MEASURE + "</body>"))
+        dom = chromium("--window-size=1280,720", "--dump-dom",
+                       probe.as_uri()).stdout
+    found = re.search(r'data-overflow="([^"]*)"', dom)
+    assert found, "the measuring script did not run"
+    measured = json.loads(found.group(1).replace("&quot;", '"'))
+    assert [m["key"] for m in measured] == keys
+    assert [m["key"] for m in measured if m["over"]] == []
+    assert pdf_pages(report / "deck.pdf") == len(keys)
