@@ -26,7 +26,7 @@ from lab.report.figures import write_figures
 from lab.report.slide import Slide
 from lab.report.slides import write_deck
 from lab.report.tablefiles import write_report
-from lab.report.upstream import recommend
+from lab.report.upstream import recommend, verdict
 from lab.report.upstreampage import Links, html_page, markdown
 from lab.results.replication import RunAnswers, replicate
 from lab.results.runmatrix import run_matrix
@@ -91,10 +91,12 @@ def slides_run(run: Run, dest: Path | None = None,
 
 
 def index_html(res: Results, figs: list[Figure], files: list[Path],
-               dest: Path, answers: str = "", claims: str = "") -> str:
-    """The report's first page: the published claims beside the lab's
-    results (when the questions cite any), the answers, the files and
-    the figures."""
+               dest: Path, answers: str = "", claims: str = "",
+               upstream: str = "") -> str:
+    """The report's first page: how it was measured (in the answers, when
+    the run asks questions), the published claims beside the lab's
+    results (when the questions cite any), the answers, the
+    upstream-first verdict, the files and the figures."""
     e = html.escape
 
     def link(p: Path) -> str:
@@ -108,8 +110,12 @@ def index_html(res: Results, figs: list[Figure], files: list[Path],
            "</style></head><body>",
            f"<h1>swaplab report: {e(res.source.run_id)}</h1>",
            f"<p>{e(res.provenance())}</p>",
+           "" if answers else
+           f"<p>{e(verdicts.testbed(res.records.values()))}</p>",
            verdicts.markdown_html(claims) if claims else "",
            verdicts.markdown_html(answers) if answers else "",
+           f"<p><b><a href='upstream.html'>Upstream first</a>:</b> "
+           f"{e(upstream)}.</p>" if upstream else "",
            "<h2>Files</h2><ul>"]
     out += [f"<li>{link(p)}</li>" for p in files]
     out.append("</ul><h2>Figures</h2>")
@@ -187,13 +193,15 @@ def build_report(run: Run, dest: Path | None = None,
                        ("upstream.html", html_page(rec, links, line))):
         atomic_write(out / name, text)
         files.append(out / name)
+    # Before the deck: its reliability slide shows the figure.
+    files += write_reliability(res, out, figs)
     files += write_deck(res, rec, matrix, figs, out, pdf,
                         lead_slides(run, ra, marks))
-    files += write_reliability(res, out, figs)
     files.append(write_record(run, out, [run_ref(o) for o in others]))
     index = out / "index.html"
     claims, answers = claims_first(ra, marks)
-    atomic_write(index, index_html(res, figs, files, out, answers, claims))
+    atomic_write(index, index_html(res, figs, files, out, answers, claims,
+                                   verdict(rec)))
     if out.resolve().parent == REPORTS.resolve():
         write_catalogue(REPORTS)
     return [index, *files]

@@ -25,6 +25,7 @@ from lab.report.columns import Item, effect_items, num, pages, render, room
 from lab.report.pdf import print_pdf
 from lab.report.slide import Slide
 from lab.report.tables import LEGEND, pivots
+from lab.report.verdicts import testbed
 from lab.results.stats import CONFIDENCE
 from lab.report.backtest import findings
 from lab.report.upstream import MERGED, Candidate, Recommendation, verdict
@@ -155,7 +156,8 @@ def setup_slide(res: Results) -> Slide:
         "</h3><table><tr><th>backend</th><th>device</th><th>model</th>"
         "<th>rotational</th><th>dax</th><th>max IO KiB</th><th>swap flags"
         f"</th></tr>{''.join(rows)}</table>"
-        f"<p class='small'>{e(res.manifest.get('host', {}).get('cpu_model', ''))}"
+        f"<p class='small'>{e(testbed(res.records.values()))} "
+        f"{e(res.manifest.get('host', {}).get('cpu_model', ''))}"
         f", run started {e(str(res.manifest.get('started')))}</p></div>")
     return Slide("setup", f"swaplab: {s.run_id}", body,
                  f"{len(s.variants)} kernels × {len(s.backends)} swap devices"
@@ -230,6 +232,20 @@ def thp_slide(res: Results, rec: Recommendation,
         claims.append(_say(effects, c.name))
     return question(key, title, "; ".join(claims), figs.get("swapout"),
                     items)
+
+
+def reliability_slide(figs: dict[str, Figure]) -> list[Slide]:
+    """Whether every page came back right, when the run injected faults
+    or cycled swapoff (the report drew its reliability figure)."""
+    fig = figs.get("reliability")
+    if fig is None:
+        return []
+    return [Slide("reliability", "Did every page come back right?",
+                  _fig(fig) + "<div class='col'><p class='note'>Every page "
+                  "read back was checked against its stamp; reliability.md "
+                  "has the table (device faults, swapoff cycles, kernel "
+                  "complaints, files around a swap file).</p></div>",
+                  fig.title)]
 
 
 def overview_slide(res: Results, figs: dict[str, Figure]) -> list[Slide]:
@@ -323,8 +339,8 @@ def slides(res: Results, rec: Recommendation, matrix: Matrix,
     questions read off the tables."""
     by_name = {f.name: f for f in figs}
     if lead:
-        return [*lead, *recommendation_slide(rec),
-                *reproduce_slide(rec, matrix),
+        return [*lead, *reliability_slide(by_name),
+                *recommendation_slide(rec), *reproduce_slide(rec, matrix),
                 *overview_slide(res, by_name), *backup_slides(res)]
     questions: list[Callable[[], list[Slide]]] = [
         lambda: _readahead_question(res, rec, by_name, "seq",
@@ -340,6 +356,7 @@ def slides(res: Results, rec: Recommendation, matrix: Matrix,
         lambda: thp_slide(res, rec, by_name),
     ]
     return [setup_slide(res), *(s for q in questions for s in q()),
+            *reliability_slide(by_name),
             *overview_slide(res, by_name), *recommendation_slide(rec),
             *reproduce_slide(rec, matrix), *backup_slides(res)]
 
