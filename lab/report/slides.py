@@ -21,6 +21,7 @@ from lab.cache import atomic_write
 from lab.report.analysis import Results
 from lab.report.effect import Effect, gain, what
 from lab.report.figstyle import Figure
+from lab.report.figures import swapout_workload
 from lab.report.columns import Item, effect_items, num, pages, render, room
 from lab.report.pdf import print_pdf
 from lab.report.slide import Slide
@@ -234,6 +235,38 @@ def thp_slide(res: Results, rec: Recommendation,
                     items)
 
 
+def workload_slides(res: Results, figs: dict[str, Figure],
+                    shown: Sequence[Slide]) -> list[Slide]:
+    """A slide for each workload whose change figure no question slide
+    showed: every variant against the baseline on its headline metric,
+    the figure beside (a run without the seed article's questions, such
+    as a THP re-read, has its main result here)."""
+    out: list[Slide] = []
+    fill = swapout_workload(res)
+    for wl in res.source.workloads:
+        fig = figs.get(f"change-{wl}")
+        metric = res.throughput(wl) or res.latency(wl)
+        about = [f for name, f in figs.items() if name in (
+            f"change-{wl}", f"latency-{wl}") or (name == "swapout" and
+                                                 wl == fill)]
+        if fig is None or metric is None or any(
+                _data_uri(f) in s.body for f in about for s in shown):
+            continue
+        effects = []
+        for be in res.source.backends:
+            base = res.row(wl, be, metric, res.source.baseline)
+            for v in res.others():
+                r = res.row(wl, be, metric, v)
+                if base and r and r.change:
+                    effects.append(Effect(v, res.source.baseline, wl, be,
+                                          metric, r.better,
+                                          (base.summary.n, r.summary.n),
+                                          r.change))
+        out += question(f"workload-{wl}", f"{wl}: what each variant "
+                        "changes", fig.title, fig, effect_items(effects))
+    return out
+
+
 def reliability_slide(figs: dict[str, Figure]) -> list[Slide]:
     """Whether every page came back right, when the run injected faults
     or cycled swapoff (the report drew its reliability figure)."""
@@ -355,7 +388,9 @@ def slides(res: Results, rec: Recommendation, matrix: Matrix,
         lambda: rotational_slide(res, rec, by_name),
         lambda: thp_slide(res, rec, by_name),
     ]
-    return [setup_slide(res), *(s for q in questions for s in q()),
+    asked = [s for q in questions for s in q()]
+    return [setup_slide(res), *asked,
+            *workload_slides(res, by_name, asked),
             *reliability_slide(by_name),
             *overview_slide(res, by_name), *recommendation_slide(rec),
             *reproduce_slide(rec, matrix), *backup_slides(res)]

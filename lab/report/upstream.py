@@ -320,6 +320,10 @@ def _units(res: Results, matrix: Matrix, pool: Sequence[str],
     units: dict[tuple[str, ...], list[tuple[str, str]]] = {}
     alone = {s for s in pool if any(d == (s,) for d in steps.values())}
     unranked: dict[str, str] = {}
+
+    def why(x: str) -> str:
+        return why_not.get(x) or ("judged alone" if x in alone
+                                  else "no pair of its own either")
     for s in pool:
         if s in alone:
             units[(s,)] = [p for p, d in steps.items() if d == (s,)]
@@ -332,9 +336,8 @@ def _units(res: Results, matrix: Matrix, pool: Sequence[str],
             units.setdefault(unit, [p for p, d in steps.items()
                                     if d == unit])
         elif holding:
-            others = [x for x in holding[0][1] if x != s]
-            unranked[s] = ("measured only together with " + ", ".join(
-                f"{x} ({why_not.get(x, 'judged alone')})" for x in others))
+            unranked[s] = "measured only together with " + ", ".join(
+                f"{x} ({why(x)})" for x in holding[0][1] if x != s)
         else:
             unranked[s] = "no pair of variants in this run adds it"
     return units, unranked

@@ -46,9 +46,11 @@ def test_titles_state_the_computed_finding(res, drawn):
     p99 = res.row("seq", "nvme", "swapbench.main.latency.p99_us",
                   "readahead")
     assert p99.change.significant
-    assert drawn["latency-seq"].title == (
-        f"seq: readahead cuts p99 fault latency on nvme by "
-        f"{abs(p99.change.pct):.0f} %")
+    assert drawn["latency-seq"].title == \
+        f"seq: {analysis.finding(p99, 'base')}"
+    # From 3x on, the finding says the fold.
+    assert analysis.finding(p99, "base").endswith(
+        f"{1 / (1 + p99.change.pct / 100):.1f}x ({p99.change.pct:+.0f} %)")
     fill = res.row("thp-swpout", "rotational",
                    "swapbench.fill.bytes_per_s", "thp-stage2")
     assert f"by {abs(fill.change.pct):.0f} %" in drawn["swapout"].title

@@ -213,3 +213,23 @@ def test_nothing_to_rank_says_no_recommendation():
                            "lacks on its own")
     assert "readahead: no pair isolates it" in slide.body
     assert "class='missing'" not in slide.body
+
+
+def test_a_run_without_the_seed_questions_gets_its_main_result(tmp_path):
+    """The THP re-read run asks none of the seed article's questions: its
+    workload still gets a slide, the figure beside every variant's
+    change, and the 12x reads as a fold."""
+    from lab.paths import REPO
+    from lab.results.store import open_results_dir
+    run = open_results_dir(REPO / "reports" / "20261206-195545-reread-nvme"
+                           / "raw")
+    res = analysis.Results.of(run)
+    figs = figures.write_figures(res, tmp_path)
+    matrix = run_matrix(run)
+    deck = slides.slides(res, upstream.recommend(res, matrix), matrix, figs)
+    main = next(s for s in deck if s.key == "workload-thp-reread-ro")
+    beyond = res.row("thp-reread-ro", "nvme", "swapbench.main.bytes_per_s",
+                     "beyond")
+    assert f"{1 + beyond.change.pct / 100:.1f}x" in main.claim
+    assert "data:image/svg+xml;base64," in main.body
+    assert main.body.count("data-with=") == 2     # thp-swapin, beyond
