@@ -13,6 +13,9 @@ must report for each backend kind.
   setup (guest RAM grows by the swap size, cmdline memmap=SIZE!OFFSET,
   X86_PMEM_LEGACY). Both give /dev/pmem0, rotational=0, dax=1 (the
   agent turns the NVDIMM's raw namespace into fsdax first).
+- zram: compressed RAM in the guest (kernels/zram.config), no QEMU
+  device; the agent sets compressor and size, guest /dev/zram0,
+  rotational=0, a synchronous device like pmem.
 
 Images live in the cache, are sparse and are recreated for every cell.
 """
@@ -291,7 +294,23 @@ def pmem(backend: Backend, guest: Guest, image_dir: Path,
                  image=img.path)
 
 
-KINDS = {"rotational": rotational, "nvme": nvme, "pmem": pmem}
+def zram(backend: Backend, guest: Guest, image_dir: Path,
+         source: BlockSource | None = None) -> Setup:
+    """Swap on compressed RAM inside the guest: no QEMU device; the agent
+    sets the compressor and the size (the guest's swap size) through
+    sysfs before mkswap. The compressed pages live in the guest's own
+    RAM."""
+    if source is not None:
+        raise LabError("zram lives in guest RAM, not on a block source")
+    comp = str(backend.params.get("compressor", "lzo-rle"))
+    return Setup(backend, "/dev/zram0", [],
+                 expect={"name": "zram0", "rotational": "0"},
+                 agent=[("zram_comp", comp)],
+                 source={"type": "zram", "size_mib": guest.swap_mib,
+                         "compressor": comp})
+
+
+KINDS = {"rotational": rotational, "nvme": nvme, "pmem": pmem, "zram": zram}
 
 
 def prepare(backend: Backend, guest: Guest, image_dir: Path,

@@ -100,6 +100,8 @@ class Observed:
     # the workload processes' getrusage (children): CPU seconds, faults
     rusage: dict[str, float] = dataclasses.field(default_factory=dict)
     wall_s: float | None = None     # the workload process, start to exit
+    # zram's mm_stat when it held the most (the agent samples it)
+    zram_peak: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def observed(result: Mapping[str, Any]) -> Observed:
@@ -123,7 +125,8 @@ def observed(result: Mapping[str, Any]) -> Observed:
         sysfs_before=before.get("sysfs") or {},
         sysfs_after=after.get("sysfs") or {},
         rusage=run.get("rusage") or {},
-        wall_s=run.get("wall_s"))
+        wall_s=run.get("wall_s"),
+        zram_peak=run.get("zram_peak") or {})
 
 
 def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
@@ -146,6 +149,7 @@ def cell_metrics(result: Mapping[str, Any]) -> dict[str, Metric]:
                                             NEUTRAL)
     out.update(_diskstats(obs.diskstats_delta))
     out.update(_per_page(obs, out))
+    out.update(_zram(obs.zram_peak))
     if obs.trace and obs.trace.get("count"):
         out.update(_trace(obs.trace))
     return out
@@ -363,6 +367,22 @@ def _per_page(obs: Observed, out: Mapping[str, Metric]
         per["rusage.kernel_cpus"] = Metric(stime / obs.wall_s, "CPUs",
                                            NEUTRAL)
     return per
+
+
+def _zram(peak: Mapping[str, int]) -> dict[str, Metric]:
+    """How compressible the swapped pages were, at zram's fullest: the
+    compression ratio of the stored data, and the share of pages that
+    were one byte repeated (zram stores none of them: they flatter any
+    result on zram)."""
+    orig, compr = peak.get("orig_data_size"), peak.get("compr_data_size")
+    same = peak.get("same_pages")
+    if not orig or not compr or same is None:
+        return {}
+    return {"zram.compression_ratio": Metric(orig / compr, "x", NEUTRAL),
+            "zram.same_filled_pct": Metric(
+                100 * same * PAGE / (orig + same * PAGE), "%", NEUTRAL),
+            "zram.mem_used_max_mib": Metric(
+                peak.get("mem_used_max", 0) / (1 << 20), "MiB", NEUTRAL)}
 
 
 def _trace(trace: Mapping[str, Any]) -> dict[str, Metric]:

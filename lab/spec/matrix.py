@@ -92,9 +92,33 @@ def parse_matrix(text: str, path: Path,
                                  "matrix has 'quick' and 'full')",
                                  "matrices")
     top.done()
-    return Matrix(path, trees, fragments, variants, backends, workloads,
-                  guest, repeats, baseline, matrices, pdir, expectations,
-                  questions, merged)
+    matrix = Matrix(path, trees, fragments, variants, backends, workloads,
+                    guest, repeats, baseline, matrices, pdir, expectations,
+                    questions, merged)
+    zram_kernels(matrix, top.need("matrices"))
+    return matrix
+
+
+def zram_kernels(matrix: Matrix, node: Node) -> None:
+    """Every cell on a zram backend boots a kernel with zram: one of its
+    variant's fragments sets CONFIG_ZRAM=y."""
+    has: dict[str, bool] = {}
+    for name, sub in matrix.matrices.items():
+        if not any(matrix.backends[b].kind == "zram" for b in sub.backends):
+            continue
+        for cell in matrix.cells(name, [1]):
+            v = matrix.variants[cell.variant]
+            if matrix.backends[cell.backend].kind != "zram":
+                continue
+            if v.name not in has:
+                has[v.name] = any("CONFIG_ZRAM=y" in matrix.fragments[f]
+                                  .read_text().split() for f in v.fragments)
+            if not has[v.name]:
+                raise node.error(
+                    f"sub-matrix '{name}' runs variant '{v.name}' on zram "
+                    f"backend '{cell.backend}', but none of its fragments "
+                    f"({', '.join(v.fragments)}) sets CONFIG_ZRAM=y: add "
+                    "the zram fragment", name)
 
 
 def _twins(variants: dict[str, Variant], node: Node) -> dict[str, Variant]:

@@ -111,7 +111,7 @@ class Merged:
 # Sticky media faults, injected by the device model (any model).
 FAULT_RATES = ("read_error_rate", "write_error_rate")
 # Device models per kind (lab/devmodel); pmem is memory, never modelled.
-BACKEND_KINDS = ("rotational", "nvme", "pmem")
+BACKEND_KINDS = ("rotational", "nvme", "pmem", "zram")
 MODELS = {"rotational": ("none", "disk"), "nvme": ("none", "ssd")}
 
 

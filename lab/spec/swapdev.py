@@ -23,11 +23,14 @@ BACKEND_PARAMS: dict[str, dict[str, str]] = {
              "write_us": "number", "bandwidth_mb_s": "number",
              "parallel": "int", "dilation": "dilation"},
     "pmem": {"mode": "str", "dax": "bool"},
+    "zram": {"compressor": "str"},
 }
 FAULT_PARAMS = dict.fromkeys(FAULT_RATES, "rate") | {"error_seed": "int"}
 for _kind in ("rotational", "nvme"):
     BACKEND_PARAMS[_kind].update(FAULT_PARAMS, swap_file="str")
 PMEM_MODES = ("nvdimm", "memmap")
+# What kernels/zram.config gives both trees.
+ZRAM_COMPRESSORS = ("lzo-rle", "lzo")
 # Swap on a file in a file system on the drive (workloads/agent/swapfile.h):
 # its blocks interleaved with filler files', or written in one piece.
 SWAP_FILE_LAYOUTS = ("fragmented", "contiguous")
@@ -66,6 +69,10 @@ def backend(name: str, node: Node) -> Backend:
                        f"swap_file: {' or '.join(SWAP_FILE_LAYOUTS)}")
     if kind == "pmem" and params.get("mode", "nvdimm") not in PMEM_MODES:
         raise expected(node.value["mode"], " or ".join(PMEM_MODES))
+    if kind == "zram" and params.get("compressor", "lzo-rle") not in \
+            ZRAM_COMPRESSORS:
+        raise expected(node.value["compressor"],
+                       f"a zram compressor: {' or '.join(ZRAM_COMPRESSORS)}")
     if "model" in params and params["model"] not in MODELS[kind]:
         raise expected(node.value["model"],
                        f"a {kind} model: {' or '.join(MODELS[kind])}")

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -45,19 +45,32 @@ def repo_matrix() -> Matrix:
     return load_matrix(ROOT / "matrix.yaml")
 
 
-@pytest.fixture(scope="session")
-def base_build(repo_matrix: Matrix, lab_root: Path) -> Build:
-    """The `base` variant of the repository's matrix, from the lab's own
-    cache, and the private cache's build of `base` too."""
-    shared = Builder(repo_matrix, cache_root())
+def shared_build(matrix: Matrix, lab_root: Path, name: str) -> Build:
+    """Variant `name` of the repository's matrix, from the lab's own
+    cache (built there if missing, as `make run` would), and the private
+    cache's build of it too."""
+    shared = Builder(matrix, cache_root())
     with locked(shared.root):
-        build = shared.build(repo_matrix.variants["base"], Progress("base"))
+        build = shared.build(matrix.variants[name], Progress(name))
     # The state file names the build's directory in the lab's cache.
-    state = shared.state_file("base")
+    state = shared.state_file(name)
     private = lab_root / state.relative_to(shared.root)
     private.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(state, private)
     return build
+
+
+@pytest.fixture(scope="session")
+def base_build(repo_matrix: Matrix, lab_root: Path) -> Build:
+    """The `base` variant, in the lab's cache and the private one."""
+    return shared_build(repo_matrix, lab_root, "base")
+
+
+@pytest.fixture(scope="session")
+def variant_build(repo_matrix: Matrix,
+                  lab_root: Path) -> Callable[[str], Build]:
+    """Any variant of the repository's matrix, as base_build gives base."""
+    return lambda name: shared_build(repo_matrix, lab_root, name)
 
 
 def cell_session(matrix: Path, lab_root: Path, *args: str,

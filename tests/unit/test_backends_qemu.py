@@ -267,3 +267,18 @@ def test_efi_stub_detection(tmp_path):
     if any(p.is_file() for p in qemu.OVMF_CODE):
         with pytest.raises(qemu.CannotBoot):
             qemu.command(spec)
+
+
+def test_zram(tmp_path):
+    be = MATRIX.backends["zram"]
+    setup = backends.prepare(be, GUEST, tmp_path)
+    argv = argv_for(setup, tmp_path)
+    # No QEMU device: compressed RAM is the guest's own.
+    assert not any("swapdisk" in a for a in argv)
+    assert opt(argv, "-m") == [f"{GUEST.memory_mib}M"]
+    assert setup.device == "/dev/zram0" and setup.image is None
+    assert setup.agent == [("zram_comp", "lzo-rle")]
+    assert setup.expect == {"name": "zram0", "rotational": "0"}
+    with pytest.raises(LabError, match="not on a block source"):
+        backends.prepare(be, GUEST, tmp_path,
+                         backends.FileSource(tmp_path / "x", 8))

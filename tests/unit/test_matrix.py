@@ -238,6 +238,9 @@ def test_order_seed_is_declared_or_derived(tmp_path: Path) -> None:
     ("nvme: {kind: nvme, mdts: 9}",
      "nvme: {kind: nvme, mdts: 9, swap_file: holes}", "swap_file: holes",
      "backends.nvme.swap_file", "swap_file: fragmented or contiguous"),
+    ("nvme: {kind: nvme, mdts: 9}",
+     "nvme: {kind: zram, compressor: zstd}", "compressor: zstd",
+     "backends.nvme.compressor", "a zram compressor: lzo-rle or lzo"),
 ])
 def test_errors_name_file_line_and_key(tmp_path: Path, old: str, new: str,
                                        needle: str, keypath: str,
@@ -290,7 +293,7 @@ def test_repository_matrix_is_valid() -> None:
     assert {"quick", "full"} <= set(m.matrices)
     assert m.baseline in m.variants
     assert {b.kind for b in m.backends.values()} == {"rotational", "nvme",
-                                                    "pmem"}
+                                                    "pmem", "zram"}
     assert "linux-source-6.12" in {m.variants[v].tree
                                    for v in m.matrices["full"].variants}
 
@@ -421,3 +424,19 @@ def test_bad_merged_entries_are_named(tmp_path: Path, old: str, new: str,
     assert (err.keypath, err.line) == (keypath, line_of(text, needle)), \
         str(err)
     assert expect in err.message
+
+
+def test_a_zram_cell_needs_a_kernel_with_zram(tmp_path: Path) -> None:
+    text = GOOD.replace("  dax-pmem: {kind: pmem, mode: nvdimm}\n",
+                        "  dax-pmem: {kind: pmem, mode: nvdimm}\n"
+                        "  zram: {kind: zram}\n")
+    with pytest.raises(MatrixError) as info:
+        load_matrix(make_tree(tmp_path, text))
+    err = info.value
+    assert err.keypath == "matrices.quick" and \
+        "on zram backend 'zram', but none of its fragments (lab-base)" \
+        in err.message
+    (tmp_path / "kernels" / "lab-base.config").write_text(
+        "CONFIG_SWAP=y\nCONFIG_ZRAM=y\n")
+    m = load_matrix(tmp_path / "matrix.yaml")
+    assert m.backends["zram"].params == {}

@@ -237,3 +237,18 @@ def test_kernel_cpu_per_page_swapped_out_from_a_real_seeds_cell():
         assert m["rusage.kernel_cpus"].value == pytest.approx(
             stime / res["workload"]["wall_s"])
     assert per_page["thp-stage2"] < per_page["base"] / 2
+
+
+def test_zram_compressibility_at_its_fullest():
+    res = copy.deepcopy(result("thp-stage2-nvme-thp-swpout-r1"))
+    res["workload"]["zram_peak"] = {
+        "samples": 12, "orig_data_size": 300 << 20,
+        "compr_data_size": 100 << 20, "mem_used_total": 110 << 20,
+        "same_pages": 25600, "huge_pages": 0, "mem_used_max": 120 << 20}
+    m = cell_metrics(res)
+    assert m["zram.compression_ratio"].value == pytest.approx(3.0)
+    # 100 MiB of same-filled pages beside 300 MiB stored: a quarter.
+    assert m["zram.same_filled_pct"].value == pytest.approx(25.0)
+    assert m["zram.mem_used_max_mib"].value == pytest.approx(120.0)
+    del res["workload"]["zram_peak"]
+    assert not any(k.startswith("zram.") for k in cell_metrics(res))

@@ -334,7 +334,8 @@ static void run_workload(struct jw *w, const struct conf *c)
 	struct capture out = { -1, { 0 }, STDOUT_MAX, 0 };
 	struct capture err = { -1, { 0 }, STDERR_MAX, 0 };
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-	double start, deadline;
+	struct zram_peak zram = { 0 };
+	double start, deadline, sampled = 0;
 	bool timed_out = false;
 	struct rusage ru;
 	int status = 0, i;
@@ -373,6 +374,12 @@ static void run_workload(struct jw *w, const struct conf *c)
 	for (;;) {
 		struct pollfd pfd[2];
 		int nfd = 0, ms = 1000;
+
+		/* at most once a second: the loop wakes at least that often */
+		if (c->zram_comp && mono_s() - sampled >= 1.0) {
+			zram_sample(&zram, c->device);
+			sampled = mono_s();
+		}
 
 		if (out.fd >= 0)
 			pfd[nfd++] = (struct pollfd){ out.fd, POLLIN, 0 };
@@ -414,6 +421,10 @@ static void run_workload(struct jw *w, const struct conf *c)
 	}
 	jw_real(w, "end_uptime_s", uptime_s());
 	jw_real(w, "wall_s", mono_s() - start);
+	if (c->zram_comp) {
+		zram_sample(&zram, c->device);
+		zram_report(w, &zram);
+	}
 	jw_i64(w, "pid", pid);
 	jw_bool(w, "timed_out", timed_out);
 	if (WIFEXITED(status)) {
@@ -650,9 +661,7 @@ int main(int argc, char **argv)
 		apply_settings(&w, &c);
 		t_settings = uptime_s();
 		if (c.device) {
-			ret = swapdev_setup(&w, c.device, c.swap_kib,
-					    c.device_wait_s, c.pmem_fsdax,
-					    c.swap_file, err, sizeof(err));
+			ret = swapdev_setup(&w, &c, err, sizeof(err));
 			if (ret) {
 				note(&errs, "swap", "%s", err);
 				swap_ok = false;

@@ -61,6 +61,8 @@ static void set(struct conf *c, char *key, char *val)
 		c->swap_file = val;
 	else if (!strcmp(key, "pmem_fsdax"))
 		c->pmem_fsdax = truthy(val);
+	else if (!strcmp(key, "zram_comp"))
+		c->zram_comp = val;
 	else if (!strcmp(key, "device_wait_s"))
 		c->device_wait_s = atoi(val);
 	else if (!strcmp(key, "timeout_s"))

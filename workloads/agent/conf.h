@@ -11,6 +11,8 @@
  *   swap_file=fragmented|contiguous  swap on a file in a file system on
  *                             the device (swapfile.h), not on the device
  *   pmem_fsdax=0|1            make a raw pmem namespace fsdax first
+ *   zram_comp=lzo-rle         the device is zram: set its compressor and
+ *                             its size (swap_kib) before mkswap
  *   sysfs.PATH=VALUE          write VALUE to /sys/PATH
  *   sysctl.NAME=VALUE         write VALUE to /proc/sys/NAME (dots -> /)
  *   arg=WORD                  the workload's argv, in order
@@ -43,6 +45,7 @@ struct conf {
 	int device_wait_s;
 	char *swap_file;		/* NULL: swap on the device itself */
 	bool pmem_fsdax;
+	char *zram_comp;		/* NULL: the device is not zram */
 	struct kv sysfs[CONF_MAX_LIST];
 	int nsysfs;
 	struct kv sysctl[CONF_MAX_LIST];

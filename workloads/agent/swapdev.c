@@ -264,10 +264,93 @@ fail:
 	return ret;
 }
 
-int swapdev_setup(struct jw *w, const char *dev, unsigned long long max_kib,
-		  int wait_s, bool fsdax, const char *swap_file, char *err,
+/* the zram device's name from its path: /dev/zram0 -> zram0 */
+static const char *base_name(const char *dev)
+{
+	return strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+}
+
+/*
+ * A fresh zram device: its compressor, then its size (the kernel takes
+ * the compressor only before the size, and the size only once).
+ */
+static int zram_setup(struct jw *w, const char *name, const char *comp,
+		      unsigned long long max_kib, char *err, size_t errsize)
+{
+	char path[PATH_MAX], val[256];
+	int ret;
+
+	if (!max_kib) {
+		snprintf(err, errsize, "zram %s: no size (swap_kib)", name);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "/sys/block/%.64s/comp_algorithm", name);
+	ret = write_knob(path, comp);
+	if (ret) {
+		snprintf(err, errsize, "zram %s: compressor %s: %s", name,
+			 comp, strerror(-ret));
+		return ret;
+	}
+	snprintf(val, sizeof(val), "%llu", max_kib * 1024);
+	snprintf(path, sizeof(path), "/sys/block/%.64s/disksize", name);
+	ret = write_knob(path, val);
+	if (ret) {
+		snprintf(err, errsize, "zram %s: disksize %s: %s", name, val,
+			 strerror(-ret));
+		return ret;
+	}
+	jw_obj_begin(w, "zram");
+	snprintf(path, sizeof(path), "/sys/block/%.64s/comp_algorithm", name);
+	if (read_line(path, val, sizeof(val)) == 0)
+		jw_str(w, "comp_algorithm", val);
+	snprintf(path, sizeof(path), "/sys/block/%.64s/disksize", name);
+	if (read_line(path, val, sizeof(val)) == 0)
+		jw_u64(w, "disksize", strtoull(val, NULL, 10));
+	jw_obj_end(w);
+	return 0;
+}
+
+void zram_sample(struct zram_peak *peak, const char *dev)
+{
+	unsigned long long f[8] = { 0 };
+	char path[PATH_MAX], val[512];
+
+	snprintf(path, sizeof(path), "/sys/block/%.64s/mm_stat",
+		 base_name(dev));
+	if (read_line(path, val, sizeof(val)) ||
+	    sscanf(val, "%llu %llu %llu %llu %llu %llu %llu %llu", &f[0],
+		   &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7]) < 6)
+		return;
+	peak->samples++;
+	peak->max_used_bytes = f[4];
+	if (f[0] + f[5] * 4096 < peak->orig_bytes + peak->same_pages * 4096)
+		return;
+	peak->orig_bytes = f[0];
+	peak->compr_bytes = f[1];
+	peak->used_bytes = f[2];
+	peak->same_pages = f[5];
+	peak->huge_pages = f[7];
+}
+
+void zram_report(struct jw *w, const struct zram_peak *peak)
+{
+	jw_obj_begin(w, "zram_peak");
+	jw_i64(w, "samples", peak->samples);
+	jw_u64(w, "orig_data_size", peak->orig_bytes);
+	jw_u64(w, "compr_data_size", peak->compr_bytes);
+	jw_u64(w, "mem_used_total", peak->used_bytes);
+	jw_u64(w, "same_pages", peak->same_pages);
+	jw_u64(w, "huge_pages", peak->huge_pages);
+	jw_u64(w, "mem_used_max", peak->max_used_bytes);
+	jw_obj_end(w);
+}
+
+int swapdev_setup(struct jw *w, const struct conf *c, char *err,
 		  size_t errsize)
 {
+	const char *dev = c->device, *swap_file = c->swap_file;
+	unsigned long long max_kib = c->swap_kib;
+	int wait_s = c->device_wait_s;
 	unsigned long long bytes = 0;
 	unsigned long pages = 0;
 	char real[PATH_MAX];
@@ -286,10 +369,15 @@ int swapdev_setup(struct jw *w, const char *dev, unsigned long long max_kib,
 	}
 	if (!realpath(dev, real))
 		snprintf(real, sizeof(real), "%s", dev);
-	name = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	name = base_name(real);
 	jw_str(w, "name", name);
-	if (fsdax) {
+	if (c->pmem_fsdax) {
 		ret = pmem_fsdax(w, name, wait_s, err, errsize);
+		if (ret)
+			goto out;
+	}
+	if (c->zram_comp) {
+		ret = zram_setup(w, name, c->zram_comp, max_kib, err, errsize);
 		if (ret)
 			goto out;
 	}

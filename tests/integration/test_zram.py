@@ -1,0 +1,51 @@
+"""Swap on zram (backend kind zram) in a real guest: today's kernel
+(upstream-6.12, with the zram fragment) swaps on /dev/zram0, which the
+agent sized and gave its compressor, every page comes back right, and
+the cell reports how compressible the pages were at zram's fullest."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from lab.guest import cellspec, runner
+from lab.kernel.build import Build
+from lab.results.metrics import cell_metrics
+from lab.spec.model import Guest, Matrix
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+MEMTEST = REPO / "workloads" / "agent" / "build" / "swaplab-memtest"
+
+
+def test_a_guest_swaps_on_zram(repo_matrix: Matrix,
+                               variant_build: Callable[[str], Build],
+                               tmp_path: Path) -> None:
+    build = variant_build("upstream-6.12")
+    guest = Guest(memory_mib=256, vcpus=2, swap_mib=512, firmware="seabios",
+                  cmdline="")
+    spec = cellspec.CellSpec(
+        cell_id="t-zram", build=build, backend=repo_matrix.backends["zram"],
+        guest=guest, argv=["swaplab-memtest", "--frac-mem", "1.5"],
+        out_dir=tmp_path / "zram", workloads_dir=None,
+        extra_programs=[MEMTEST], timeout_s=400)
+    res = runner.run_cell(spec, tmp_path / "cache")
+    assert res.ok, f"{res.reason}: {res.detail} (log {res.console_log})"
+    r = res.result
+    dev = r["device"]
+    assert (dev["path"], dev["name"]) == ("/dev/zram0", "zram0")
+    assert dev["zram"]["comp_algorithm"].count("[lzo-rle]") == 1
+    assert dev["zram"]["disksize"] == 512 << 20
+    assert "SS" in dev["swap_flags"]        # synchronous, like pmem
+    assert r["delta"]["vmstat"]["pswpout"] > 0
+    wl = r["workload"]["result"]
+    assert wl["status"] == "ok" and wl["mismatched_pages"] == 0
+    peak = r["workload"]["zram_peak"]
+    assert peak["samples"] > 0 and peak["orig_data_size"] > 0
+    m = cell_metrics(r)
+    assert m["zram.compression_ratio"].value > 1
+    print(f"\nzram peak: {peak}; ratio "
+          f"{m['zram.compression_ratio'].value:.1f}, same-filled "
+          f"{m['zram.same_filled_pct'].value:.1f} %")
