@@ -12,7 +12,8 @@ import pytest
 from lab.guest import cellspec, runner
 from lab.kernel.build import Build
 from lab.results.metrics import cell_metrics
-from lab.spec.model import Guest, Matrix
+from lab.spec.expect import check
+from lab.spec.model import Cell, Guest, Matrix
 
 pytestmark = pytest.mark.slow
 
@@ -49,3 +50,22 @@ def test_a_guest_swaps_on_zram(repo_matrix: Matrix,
     print(f"\nzram peak: {peak}; ratio "
           f"{m['zram.compression_ratio'].value:.1f}, same-filled "
           f"{m['zram.same_filled_pct'].value:.1f} %")
+
+
+@pytest.mark.parametrize("variant", ["upstream-6.12", "upstream-6.12-mthp64"])
+def test_6_12_swaps_large_folios_in_whole_from_zram(
+        repo_matrix: Matrix, variant_build: Callable[[str], Build],
+        tmp_path: Path, variant: str) -> None:
+    """matrix.yaml's expectations for the THP re-read on zram hold: with
+    64 KiB mTHP about 16 pages come in per major fault, with 4 KiB
+    folios one (the synchronous path reads no more than it faults)."""
+    build = variant_build(variant)
+    cell = Cell(1, variant, "zram", "thp-reread-ro")
+    spec = cellspec.cell_spec(repo_matrix.plan(cell), build,
+                              tmp_path / variant)
+    res = runner.run_cell(spec, tmp_path / "cache")
+    assert res.ok, f"{res.reason}: {res.detail} (log {res.console_log})"
+    assert check(repo_matrix.expect, cell, res.result) == []
+    delta = res.result["delta"]["vmstat"]
+    print(f"\n{variant}: {delta['pswpin']} pages in "
+          f"{delta['pgmajfault']} major faults")
