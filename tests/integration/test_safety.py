@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from lab.cache import cache_root
+from lab.calibrate import dilation
+from lab.guest import cellspec
+from lab.guest import runner
 from lab.kernel.build import Build
 from lab.spec.model import Matrix
-from tests.integration.conftest import NO_THP_RA, boot_result
+from tests.integration.conftest import GUEST, NO_THP_RA, boot_result
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +77,51 @@ def test_zswap_enabled_at_run_time_keeps_its_ranges_in_4k_pages(
     assert vm["thp_swpin_fallback_frontswap"] > 0, str(vm)
     assert vm["thp_swpin"] == 0, str(vm)
 
+
+RA_MODE = "/sys/kernel/mm/swap/readahead_mode"
+# Read readahead_mode as set at boot, with vm.page-cluster 0, then in mode
+# vma-6.1 with vma_ra_enabled false; one "---" line between readings.
+RA_MODE_READS = (
+    f"cat {RA_MODE}; echo ---; "
+    "echo 0 > /proc/sys/vm/page-cluster; "
+    f"cat {RA_MODE}; echo ---; "
+    "echo 3 > /proc/sys/vm/page-cluster; "
+    f"echo vma-6.1 > {RA_MODE}; "
+    "echo false > /sys/kernel/mm/swap/vma_ra_enabled; "
+    f"cat {RA_MODE}")
+ALL_MODES = ["cluster", "vma-rfc", "vma-6.1", "none", "by-device"]
+RA_CLASSES = ["rotational", "ssd", "sync"]
+
+
+def ra_mode_text(set_mode: str, run: dict[str, str]) -> str:
+    """readahead_mode's text: the modes with `set_mode` in brackets, then
+    the algorithm that runs per device class."""
+    modes = " ".join(f"[{m}]" if m == set_mode else m for m in ALL_MODES)
+    return "\n".join([modes] + [f"{cls}: {algo}"
+                                for cls, algo in run.items()])
+
+
+def test_readahead_mode_shows_what_runs_per_device_class(
+        builds: dict[str, Build], repo_matrix: Matrix,
+        tmp_path: Path) -> None:
+    """Issue 24: readahead_mode showed the mode set, while in mode by-device
+    each device class runs its own policy, and with vm.page-cluster 0 none
+    runs at all. It now adds one line per class with the algorithm that
+    runs there. Before the fix each reading was the first line alone."""
+    build = builds["beyond"]
+    spec = cellspec.CellSpec(
+        cell_id=f"proof-{build.variant}-ra-mode", build=build,
+        backend=repo_matrix.backends["nvme"], guest=GUEST,
+        argv=["sh", "-c", RA_MODE_READS], out_dir=tmp_path,
+        timeout_s=120, output="none")
+    res = runner.run_cell(dilation.prepared(spec, cache_root()),
+                          cache_root())
+    assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
+    text = res.result["workload"]["stdout_text"]
+    readings = [r.strip() for r in text.split("---")]
+    assert readings == [
+        ra_mode_text("by-device", {"rotational": "cluster",
+                                   "ssd": "vma-6.1", "sync": "none"}),
+        ra_mode_text("by-device", dict.fromkeys(RA_CLASSES, "none")),
+        ra_mode_text("vma-6.1", dict.fromkeys(RA_CLASSES, "cluster")),
+    ], text

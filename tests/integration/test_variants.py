@@ -353,11 +353,13 @@ BAD_KNOBS = {
     "kernel/mm/swap/ra_by_device/sync_max_order": "10",
     "kernel/mm/swap/thp_swapin_readahead": "9",
 }
-# Those with named choices as they read back once set (the one in effect
-# in brackets), and a number as written.
+# Those with named choices as they read back once set (the one set in
+# brackets; readahead_mode then the algorithm each device class runs,
+# test_safety.py), and a number as written.
 SHOWN_KNOBS = {
     "kernel/mm/swap/readahead_mode":
-    "cluster vma-rfc vma-6.1 none [by-device]",
+    "cluster vma-rfc vma-6.1 none [by-device]\n"
+    "rotational: cluster\nssd: vma-6.1\nsync: none",
     "kernel/mm/swap/ra_by_device/ssd_algorithm":
     "cluster vma-rfc vma-6.1 [none]",
     "kernel/mm/swap/thp_swapin": "never madvise [always]",
