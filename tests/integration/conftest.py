@@ -1,4 +1,6 @@
-"""Session fixtures for the slow tests: one private lab cache, one build.
+"""Session fixtures for the slow tests: one private lab cache, one build;
+the lab's own builds of the repository's variants and the THP workload
+boot that test_variants.py and test_safety.py prove kernel paths with.
 
 The private cache shares `trees` and `ccache` with the lab's own cache (a
 warm machine does not extract the tree twice); its worktree, build
@@ -9,19 +11,23 @@ second one in the private cache cost 3 min 7 s even from a warm ccache.
 """
 from __future__ import annotations
 
+import collections
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
 
 from lab.cache import cache_root, locked
+from lab.calibrate import dilation
+from lab.guest import cellspec
+from lab.guest import runner
 from lab.kernel.build import Build, Builder
 from lab.progress import Progress
 from lab.spec.matrix import load_matrix
-from lab.spec.model import Matrix
+from lab.spec.model import Guest, Matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,32 +51,19 @@ def repo_matrix() -> Matrix:
     return load_matrix(ROOT / "matrix.yaml")
 
 
-def shared_build(matrix: Matrix, lab_root: Path, name: str) -> Build:
-    """Variant `name` of the repository's matrix, from the lab's own
-    cache (built there if missing, as `make run` would), and the private
-    cache's build of it too."""
-    shared = Builder(matrix, cache_root())
+@pytest.fixture(scope="session")
+def base_build(repo_matrix: Matrix, lab_root: Path) -> Build:
+    """The `base` variant of the repository's matrix, from the lab's own
+    cache, and the private cache's build of `base` too."""
+    shared = Builder(repo_matrix, cache_root())
     with locked(shared.root):
-        build = shared.build(matrix.variants[name], Progress(name))
+        build = shared.build(repo_matrix.variants["base"], Progress("base"))
     # The state file names the build's directory in the lab's cache.
-    state = shared.state_file(name)
+    state = shared.state_file("base")
     private = lab_root / state.relative_to(shared.root)
     private.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(state, private)
     return build
-
-
-@pytest.fixture(scope="session")
-def base_build(repo_matrix: Matrix, lab_root: Path) -> Build:
-    """The `base` variant, in the lab's cache and the private one."""
-    return shared_build(repo_matrix, lab_root, "base")
-
-
-@pytest.fixture(scope="session")
-def variant_build(repo_matrix: Matrix,
-                  lab_root: Path) -> Callable[[str], Build]:
-    """Any variant of the repository's matrix, as base_build gives base."""
-    return lambda name: shared_build(repo_matrix, lab_root, name)
 
 
 def cell_session(matrix: Path, lab_root: Path, *args: str,
@@ -82,3 +75,70 @@ def cell_session(matrix: Path, lab_root: Path, *args: str,
          "no:cacheprovider", "--matrix", str(matrix), "--lab-cache",
          str(lab_root), *args],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+GUEST = Guest(memory_mib=256, vcpus=2, swap_mib=512, firmware="seabios",
+              cmdline="")
+THP_SEQ = ["swapbench", "--pattern", "seq", "--thp", "madvise",
+           "--size-frac-mem", "1.3", "--passes", "2", "-q"]
+# Below 512 MiB of RAM the kernel starts with THP off: ask for it, and let
+# madvised faults compact memory to get huge pages.
+THP_ON = {"kernel/mm/transparent_hugepage/enabled": "madvise",
+          "kernel/mm/transparent_hugepage/defrag": "madvise"}
+# On `beyond`: the mechanisms of thp-swapin and thp-keep-whole without the
+# THP readahead stacked on them; the readahead classes of ra-by-device on
+# 4 KiB swap-ins (THPs brought back whole read nothing ahead by class).
+NO_THP_RA = {"kernel/mm/swap/thp_swapin_readahead": "0"}
+NO_THP_SWAPIN = {"kernel/mm/swap/thp_swapin": "never"}
+
+
+class _Builds(dict[str, Build]):
+    """The lab cache's build of each variant a test names, made there on
+    first use if missing, as `make run` would."""
+
+    def __init__(self, matrix: Matrix) -> None:
+        super().__init__()
+        self.matrix = matrix
+
+    def __missing__(self, name: str) -> Build:
+        root = cache_root()
+        with locked(root):
+            build = Builder(self.matrix, root).build(
+                self.matrix.variants[name], Progress(name))
+        self[name] = build
+        return build
+
+
+@pytest.fixture(scope="session")
+def builds(repo_matrix: Matrix) -> dict[str, Build]:
+    return _Builds(repo_matrix)
+
+
+def boot_result(matrix: Matrix, build: Build, backend: str, tmp: Path,
+                sysfs: dict[str, str] | None = None, guest: Guest = GUEST,
+                argv: list[str] = THP_SEQ,
+                sysctl: dict[str, str] | None = None) -> dict:
+    """The result of one THP workload boot that ran clean."""
+    spec = cellspec.CellSpec(
+        cell_id=f"proof-{build.variant}-{backend}", build=build,
+        backend=matrix.backends[backend], guest=guest, argv=argv,
+        out_dir=tmp / f"{build.variant}-{backend}", timeout_s=600,
+        sysfs={**THP_ON, **(sysfs or {})}, sysctl=sysctl or {})
+    res = runner.run_cell(dilation.prepared(spec, cache_root()),
+                          cache_root())
+    assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
+    assert res.result["workload"]["result"]["total"]["mismatches"] == 0
+    return res.result
+
+
+def boot(matrix: Matrix, build: Build, backend: str, tmp: Path,
+         sysfs: dict[str, str] | None = None,
+         guest: Guest = GUEST) -> dict[str, int]:
+    result = boot_result(matrix, build, backend, tmp, sysfs, guest)
+    # The delta lists only the counters that moved.
+    vm = collections.defaultdict(int, result["delta"]["vmstat"])
+    # THPs were allocated at fault. Not AnonHugePages after pass 1: by
+    # then reclaim may have split the PMD of every resident THP (seen:
+    # 154 THPs allocated, 154 PMDs split, 0 kB after pass 1).
+    assert vm["thp_fault_alloc"] > 0, "no THP at all"
+    return vm

@@ -23,72 +23,17 @@ from pathlib import Path
 
 import pytest
 
-from lab.cache import cache_root, locked
+from lab.cache import cache_root
 from lab.calibrate import dilation
 from lab.guest import cellspec
 from lab.guest import runner
-from lab.kernel.build import Build, Builder
-from lab.progress import Progress
+from lab.kernel.build import Build
 from lab.session import cellrun
-from lab.spec.model import Guest, Matrix
+from lab.spec.model import Matrix
+from tests.integration.conftest import (GUEST, NO_THP_RA, NO_THP_SWAPIN,
+                                        THP_SEQ, boot, boot_result)
 
 pytestmark = pytest.mark.slow
-
-GUEST = Guest(memory_mib=256, vcpus=2, swap_mib=512, firmware="seabios",
-              cmdline="")
-THP_SEQ = ["swapbench", "--pattern", "seq", "--thp", "madvise",
-           "--size-frac-mem", "1.3", "--passes", "2", "-q"]
-# Below 512 MiB of RAM the kernel starts with THP off: ask for it, and let
-# madvised faults compact memory to get huge pages.
-THP_ON = {"kernel/mm/transparent_hugepage/enabled": "madvise",
-          "kernel/mm/transparent_hugepage/defrag": "madvise"}
-# On `beyond`: the mechanisms of thp-swapin and thp-keep-whole without the
-# THP readahead stacked on them; the readahead classes of ra-by-device on
-# 4 KiB swap-ins (THPs brought back whole read nothing ahead by class).
-NO_THP_RA = {"kernel/mm/swap/thp_swapin_readahead": "0"}
-NO_THP_SWAPIN = {"kernel/mm/swap/thp_swapin": "never"}
-
-
-@pytest.fixture(scope="module")
-def builds(repo_matrix: Matrix) -> dict[str, Build]:
-    root = cache_root()
-    with locked(root):
-        builder = Builder(repo_matrix, root)
-        return {name: builder.build(repo_matrix.variants[name],
-                                    Progress(name))
-                for name in ("base", "readahead", "thp-stage1",
-                             "thp-stage2", "everything", "beyond")}
-
-
-def boot_result(matrix: Matrix, build: Build, backend: str, tmp: Path,
-                sysfs: dict[str, str] | None = None, guest: Guest = GUEST,
-                argv: list[str] = THP_SEQ,
-                sysctl: dict[str, str] | None = None) -> dict:
-    """The result of one THP workload boot that ran clean."""
-    spec = cellspec.CellSpec(
-        cell_id=f"proof-{build.variant}-{backend}", build=build,
-        backend=matrix.backends[backend], guest=guest, argv=argv,
-        out_dir=tmp / f"{build.variant}-{backend}", timeout_s=600,
-        sysfs={**THP_ON, **(sysfs or {})}, sysctl=sysctl or {})
-    res = runner.run_cell(dilation.prepared(spec, cache_root()),
-                          cache_root())
-    assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
-    assert res.result["workload"]["result"]["total"]["mismatches"] == 0
-    return res.result
-
-
-def boot(matrix: Matrix, build: Build, backend: str, tmp: Path,
-         sysfs: dict[str, str] | None = None,
-         guest: Guest = GUEST) -> dict[str, int]:
-    result = boot_result(matrix, build, backend, tmp, sysfs, guest)
-    # The delta lists only the counters that moved.
-    vm = collections.defaultdict(int, result["delta"]["vmstat"])
-    # THPs were allocated at fault. Not AnonHugePages after pass 1: by
-    # then reclaim may have split the PMD of every resident THP (seen:
-    # 154 THPs allocated, 154 PMDs split, 0 kB after pass 1).
-    assert vm["thp_fault_alloc"] > 0, "no THP at all"
-    return vm
-
 
 # variant -> (THP swap-out counters that must move / stay 0, readahead)
 EXPECT = {
@@ -408,11 +353,13 @@ BAD_KNOBS = {
     "kernel/mm/swap/ra_by_device/sync_max_order": "10",
     "kernel/mm/swap/thp_swapin_readahead": "9",
 }
-# Those with named choices as they read back once set (the one in effect
-# in brackets), and a number as written.
+# Those with named choices as they read back once set (the one set in
+# brackets; readahead_mode then the algorithm each device class runs,
+# test_safety.py), and a number as written.
 SHOWN_KNOBS = {
     "kernel/mm/swap/readahead_mode":
-    "cluster vma-rfc vma-6.1 none [by-device]",
+    "cluster vma-rfc vma-6.1 none [by-device]\n"
+    "rotational: cluster\nssd: vma-6.1\nsync: none",
     "kernel/mm/swap/ra_by_device/ssd_algorithm":
     "cluster vma-rfc vma-6.1 [none]",
     "kernel/mm/swap/thp_swapin": "never madvise [always]",

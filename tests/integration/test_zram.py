@@ -5,7 +5,6 @@ the cell reports how compressible the pages were at zram's fullest."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -22,9 +21,9 @@ MEMTEST = REPO / "workloads" / "agent" / "build" / "swaplab-memtest"
 
 
 def test_a_guest_swaps_on_zram(repo_matrix: Matrix,
-                               variant_build: Callable[[str], Build],
+                               builds: dict[str, Build],
                                tmp_path: Path) -> None:
-    build = variant_build("upstream-6.12")
+    build = builds["upstream-6.12"]
     guest = Guest(memory_mib=256, vcpus=2, swap_mib=512, firmware="seabios",
                   cmdline="")
     spec = cellspec.CellSpec(
@@ -54,12 +53,12 @@ def test_a_guest_swaps_on_zram(repo_matrix: Matrix,
 
 @pytest.mark.parametrize("variant", ["upstream-6.12", "upstream-6.12-mthp64"])
 def test_6_12_swaps_large_folios_in_whole_from_zram(
-        repo_matrix: Matrix, variant_build: Callable[[str], Build],
-        tmp_path: Path, variant: str) -> None:
+        repo_matrix: Matrix, builds: dict[str, Build], tmp_path: Path,
+        variant: str) -> None:
     """matrix.yaml's expectations for the THP re-read on zram hold: with
     64 KiB mTHP about 16 pages come in per major fault, with 4 KiB
     folios one (the synchronous path reads no more than it faults)."""
-    build = variant_build(variant)
+    build = builds[variant]
     cell = Cell(1, variant, "zram", "thp-reread-ro")
     spec = cellspec.cell_spec(repo_matrix.plan(cell), build,
                               tmp_path / variant)

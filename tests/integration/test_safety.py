@@ -1,0 +1,127 @@
+"""Issue 24's review items "safe enough to post", proven in guests.
+
+Each test boots a kernel of the repository's matrix through the same
+proof boot as test_variants.py (conftest.py) and checks a decision the
+series make against the counters and files the guest reports.
+"""
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+
+from lab.cache import cache_root
+from lab.calibrate import dilation
+from lab.guest import cellspec
+from lab.guest import runner
+from lab.kernel.build import Build
+from lab.spec.model import Matrix
+from tests.integration.conftest import GUEST, NO_THP_RA, boot_result
+
+pytestmark = pytest.mark.slow
+
+ZSWAP_ENABLED = "module/zswap/parameters/enabled"
+
+
+def readbacks(result: dict) -> dict[str, str]:
+    return {s["name"]: s.get("readback", "") for s in result["settings"]}
+
+
+def thp_counters(result: dict) -> dict[str, int]:
+    """The THP swap counters of the boot, 0 for those that did not move."""
+    vm = collections.defaultdict(int, result["delta"]["vmstat"])
+    return {k: vm[k] for k in
+            ("thp_swpout", "thp_swpout_fallback", "thp_swpin",
+             "thp_swpin_cached", "thp_swpin_ra", "thp_swpin_ra_pages",
+             "thp_swpin_fallback", "thp_swpin_fallback_entries",
+             "thp_swpin_fallback_frontswap", "pswpin", "pswpout",
+             "pgmajfault")} | {k: v for k, v in vm.items() if "zswap" in k}
+
+
+def test_thp_swapin_whole_with_zswap_built_in_and_off(
+        builds: dict[str, Build], repo_matrix: Matrix,
+        tmp_path: Path) -> None:
+    """Issue 24, item 1: zswap built in (as in distribution kernels) but
+    off registers its frontswap ops all the same, so frontswap_enabled()
+    is true; THP swap-in must still bring whole what went out whole,
+    as test_thp_swapin_brings_whole_thps_back checks on `beyond`. Before
+    the fix (it gave up whenever frontswap_enabled()), this boot counted
+    thp_swpin 0 (docs/patches.md)."""
+    result = boot_result(repo_matrix, builds["beyond-zswap"], "nvme",
+                         tmp_path, {ZSWAP_ENABLED: "0", **NO_THP_RA})
+    assert readbacks(result)[ZSWAP_ENABLED] == "N", result["settings"]
+    vm = thp_counters(result)
+    assert vm["thp_swpout"] > 0, str(vm)
+    assert vm["thp_swpin"] > 0, str(vm)
+    whole = vm["thp_swpin"] + vm["thp_swpin_cached"]
+    assert whole * 2 > vm["thp_swpout"], str(vm)
+    assert vm["pswpin"] >= 512 * vm["thp_swpin"], str(vm)
+    assert vm["thp_swpin_fallback_frontswap"] == 0, str(vm)
+
+
+def test_zswap_enabled_at_run_time_keeps_its_ranges_in_4k_pages(
+        builds: dict[str, Build], repo_matrix: Matrix,
+        tmp_path: Path) -> None:
+    """With zswap enabled at run time, a range whose pages zswap stored is
+    not read whole from the device (its data is not there): swapalign's
+    ranges, swapped out as 4 KiB pages whose slots are one cluster in
+    order, fall back to 4 KiB swap-in, and every word reads back right
+    (boot_result checks the workload's mismatches)."""
+    result = boot_result(repo_matrix, builds["beyond-zswap"], "nvme",
+                         tmp_path, {ZSWAP_ENABLED: "1"},
+                         argv=["swapalign", "--ranges", "8", "--rounds",
+                               "1"])
+    assert readbacks(result)[ZSWAP_ENABLED] == "Y", result["settings"]
+    vm = thp_counters(result)
+    assert vm["thp_swpin_fallback_frontswap"] > 0, str(vm)
+    assert vm["thp_swpin"] == 0, str(vm)
+
+
+RA_MODE = "/sys/kernel/mm/swap/readahead_mode"
+# Read readahead_mode as set at boot, with vm.page-cluster 0, then in mode
+# vma-6.1 with vma_ra_enabled false; one "---" line between readings.
+RA_MODE_READS = (
+    f"cat {RA_MODE}; echo ---; "
+    "echo 0 > /proc/sys/vm/page-cluster; "
+    f"cat {RA_MODE}; echo ---; "
+    "echo 3 > /proc/sys/vm/page-cluster; "
+    f"echo vma-6.1 > {RA_MODE}; "
+    "echo false > /sys/kernel/mm/swap/vma_ra_enabled; "
+    f"cat {RA_MODE}")
+ALL_MODES = ["cluster", "vma-rfc", "vma-6.1", "none", "by-device"]
+RA_CLASSES = ["rotational", "ssd", "sync"]
+
+
+def ra_mode_text(set_mode: str, run: dict[str, str]) -> str:
+    """readahead_mode's text: the modes with `set_mode` in brackets, then
+    the algorithm that runs per device class."""
+    modes = " ".join(f"[{m}]" if m == set_mode else m for m in ALL_MODES)
+    return "\n".join([modes] + [f"{cls}: {algo}"
+                                for cls, algo in run.items()])
+
+
+def test_readahead_mode_shows_what_runs_per_device_class(
+        builds: dict[str, Build], repo_matrix: Matrix,
+        tmp_path: Path) -> None:
+    """Issue 24: readahead_mode showed the mode set, while in mode by-device
+    each device class runs its own policy, and with vm.page-cluster 0 none
+    runs at all. It now adds one line per class with the algorithm that
+    runs there. Before the fix each reading was the first line alone."""
+    build = builds["beyond"]
+    spec = cellspec.CellSpec(
+        cell_id=f"proof-{build.variant}-ra-mode", build=build,
+        backend=repo_matrix.backends["nvme"], guest=GUEST,
+        argv=["sh", "-c", RA_MODE_READS], out_dir=tmp_path,
+        timeout_s=120, output="none")
+    res = runner.run_cell(dilation.prepared(spec, cache_root()),
+                          cache_root())
+    assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
+    text = res.result["workload"]["stdout_text"]
+    readings = [r.strip() for r in text.split("---")]
+    assert readings == [
+        ra_mode_text("by-device", {"rotational": "cluster",
+                                   "ssd": "vma-6.1", "sync": "none"}),
+        ra_mode_text("by-device", dict.fromkeys(RA_CLASSES, "none")),
+        ra_mode_text("vma-6.1", dict.fromkeys(RA_CLASSES, "cluster")),
+    ], text
