@@ -2,6 +2,7 @@
 page per slide), offline and with a throw-away profile."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -11,6 +12,10 @@ from lab.errors import LabError
 
 BROWSERS = ("chromium", "chromium-browser")
 CHROMIUM_TIMEOUT_S = 120
+# Chromium stamps the time of printing into the PDF's info dictionary:
+# a fixed date of the same length (the cross-reference offsets stay
+# valid) makes a deck regenerated from the same results the same file.
+PDF_DATE = re.compile(rb"/(CreationDate|ModDate) \(D:\d{14}([+-Z][^)]*)\)")
 
 
 def browser() -> str:
@@ -44,4 +49,11 @@ def print_pdf(page: Path, pdf: Path) -> Path:
     if proc.returncode != 0 or not pdf.is_file():
         raise LabError(f"chromium could not print {page} (exit "
                        f"{proc.returncode}): {proc.stderr.strip()[-500:]}")
+    pdf.write_bytes(undated(pdf.read_bytes()))
     return pdf
+
+
+def undated(data: bytes) -> bytes:
+    """The PDF with its creation and modification dates fixed."""
+    return PDF_DATE.sub(lambda m: b"/" + m.group(1) + b" (D:19700101000000"
+                        + m.group(2) + b")", data)

@@ -1,7 +1,11 @@
 """The report's first page, on the committed raw cells of a real run."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from lab.paths import REPO
 from lab.report import reportdir
@@ -56,3 +60,32 @@ def test_answers_are_marked_replicated_against_another_run(tmp_path
         assert line.endswith(f"| {marks[(a.question.name, a.backend)]} |")
     # Without other runs there is nothing to mark and no file.
     assert reportdir.write_replication(ra, [], tmp_path / "x") == ({}, [])
+
+
+@pytest.mark.parametrize("report", ["20261206-114034-seeds",
+                                    "20261206-184347-safety"])
+def test_a_reference_report_regenerates_byte_for_byte(report: str,
+                                                      tmp_path) -> None:
+    """Every file of a committed reference report, from its raw results
+    and this generator (the PDF aside: Chromium prints it; its browser
+    test checks it, and report.json names the generating commit)."""
+    import json
+    root = REPO / "reports" / report
+    record = json.loads((root / "report.json").read_text())
+    others = [open_results_dir(REPO / ref)
+              for ref in record.get("replicated_with", [])]
+    reportdir.build_report(open_results_dir(root / "raw"), tmp_path,
+                           pdf=False, others=others)
+    made = {p.relative_to(tmp_path) for p in tmp_path.rglob("*")
+            if p.is_file()} - {Path("report.json")}
+    assert made, "nothing written"
+    # Written elsewhere than reports/<run>/, the links to the patch files
+    # take another way to the repository; and no deck.pdf was printed.
+    here = os.path.relpath(REPO / "patches", tmp_path).encode()
+
+    def same(p: Path) -> bool:
+        made = (tmp_path / p).read_bytes().replace(here, b"../../patches")
+        kept = (root / p).read_bytes().replace(
+            b"<li><a href='deck.pdf'>deck.pdf</a></li>\n", b"")
+        return made == kept
+    assert [str(p) for p in sorted(made) if not same(p)] == []
