@@ -107,15 +107,22 @@ def from_kernel_log(result: dict[str, Any],
 
 def settled(factors: list[float], boots: int,
             tolerance: float) -> list[float] | None:
-    """The `boots` lowest factors if their spread is within tolerance.
+    """The lowest `boots` factors that agree within tolerance: sorted
+    runs of `boots` factors from the bottom up, the first whose spread is
+    within it.
 
-    Host interference only ever slows a guest down, so a disturbed boot
-    shows up as a high factor; the lowest ones are the undisturbed
-    measurements (the same reasoning as timing the best of N runs)."""
-    if len(factors) < boots:
-        return None
-    low = sorted(factors)[:boots]
-    return low if spread(low) <= tolerance else None
+    Host interference slows a guest down, so a disturbed boot shows up as
+    a high factor and the low ones are the undisturbed measurements (the
+    same reasoning as timing the best of N runs). The undisturbed mode
+    itself spans 4.6 to 5.2 on this machine, so its lowest boot may
+    stand alone below the others: CI once saw 4.68 beside 5.02, 5.02 and
+    5.10, and the three lowest failed while three agreed."""
+    ordered = sorted(factors)
+    for i in range(len(ordered) - boots + 1):
+        run = ordered[i:i + boots]
+        if spread(run) <= tolerance:
+            return run
+    return None
 
 
 def spread(factors: list[float]) -> float:
@@ -178,13 +185,17 @@ def calibrate(build: Build, cache: Path, acc: Accel | None = None,
         if settled(factors, boots, tolerance):
             break
     near = adjacent_hosts(hosts)
-    lowest = sorted(range(len(factors)), key=factors.__getitem__)[:boots]
-    used = [factors[i] for i in lowest]
-    per_loop = [ratios(near[i], per_boot[i]) for i in lowest]
+    agreed = settled(factors, boots, tolerance)
+    # The boots that agreed, else (never settled) the lowest ones.
+    chosen = agreed or sorted(factors)[:boots]
+    lowest = sorted(range(len(factors)), key=factors.__getitem__)
+    picked = [i for i in lowest if factors[i] in chosen][:boots]
+    used = [factors[i] for i in picked]
+    per_loop = [ratios(near[i], per_boot[i]) for i in picked]
     return {"factor": round(statistics.median(used), 4),
             "factors": [round(f, 4) for f in factors],
             "spread": round(spread(used), 4),
-            "settled": settled(factors, boots, tolerance) is not None,
+            "settled": agreed is not None,
             "tolerance": tolerance,
             "ratios": {k: round(statistics.median(r[k] for r in per_loop), 4)
                        for k in per_loop[0]},

@@ -69,7 +69,7 @@ def probe(kernel, cache, backend: Backend, tests: str,
 def test_dilation_factor_stable(calibration):
     print(f"\ndilation: {calibration['factor']} from "
           f"{calibration['factors']}, spread {calibration['spread']} "
-          f"of the 3 lowest, ratios {calibration['ratios']}")
+          f"of the 3 kept, ratios {calibration['ratios']}")
     assert calibration["factor"] > 1
     # Three boots within 5 % of each other, in at most nine tries: a
     # slow boot is re-measured, never averaged in.
