@@ -30,15 +30,13 @@ backtest against what upstream did (lab.report.backtest).
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from lab.report.analysis import Results
 from lab.report.effect import Effect, gain, pct_text, what
-from lab.report.upstreamrisk import Risks, flags, risks
+from lab.report.upstreamrisk import Risks, flags, pair_effects, risks
 from lab.results.answers import ALPHA, bh
-from lab.results.stats import compare
 from lab.report.patchseries import added, lines_changed, needs
 from lab.spec.model import Matrix
 
@@ -128,23 +126,10 @@ def primary_metric(res: Results, matrix: Matrix, workload: str) -> str | None:
 
 def _effects(res: Results, matrix: Matrix, with_: str,
              without: str) -> list[Effect]:
-    out = []
-    for wl in res.source.workloads:
-        metric = primary_metric(res, matrix, wl)
-        if metric is None:
-            continue            # nothing to judge it on (faults, swapalign)
-        for be in res.source.backends:
-            a = res.samples.values.get((wl, be, metric, without))
-            b = res.samples.values.get((wl, be, metric, with_))
-            if not a or not b:
-                continue
-            info = res.samples.info[metric]
-            seed = zlib.crc32(f"{wl}/{be}/{metric}/{with_}/{without}"
-                              .encode())
-            out.append(Effect(with_, without, wl, be, metric, info.better,
-                              (len(a), len(b)),
-                              compare(a, b, info.better, seed)))
-    return out
+    # A workload without a primary metric (faults, swapalign) is judged
+    # on nothing: it counts only as risks.
+    return pair_effects(res, with_, without,
+                        lambda wl: [primary_metric(res, matrix, wl)])
 
 
 def controlled(effects: Sequence[Effect]) -> list[Effect]:

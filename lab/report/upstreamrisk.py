@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from lab.report.effect import Effect
 from lab.results import faults
@@ -114,12 +114,14 @@ def _complaints(res: Results, variants: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def tail_regressions(res: Results, with_: str,
-                     without: str) -> list[Effect]:
-    """Fault-latency tails that the pair's test calls worse, unadjusted."""
+def pair_effects(res: Results, with_: str, without: str,
+                 metrics: Callable[[str], Iterable[str | None]]
+                 ) -> list[Effect]:
+    """The change from `without` to `with_` on every (workload, backend)
+    both measured, for the metrics `metrics(workload)` names."""
     out = []
     for wl in res.source.workloads:
-        for name in filter(None, (res.latency(wl, f) for f in TAIL_FIELDS)):
+        for name in filter(None, metrics(wl)):
             info = res.samples.info[name]
             for be in res.source.backends:
                 a = res.samples.values.get((wl, be, name, without))
@@ -128,12 +130,19 @@ def tail_regressions(res: Results, with_: str,
                     continue
                 seed = zlib.crc32(f"{wl}/{be}/{name}/{with_}/{without}"
                                   .encode())
-                change = compare(a, b, info.better, seed)
-                if change.verdict == "worse":
-                    out.append(Effect(with_, without, wl, be, name,
-                                      info.better, (len(a), len(b)),
-                                      change))
+                out.append(Effect(with_, without, wl, be, name, info.better,
+                                  (len(a), len(b)),
+                                  compare(a, b, info.better, seed)))
     return out
+
+
+def tail_regressions(res: Results, with_: str,
+                     without: str) -> list[Effect]:
+    """Fault-latency tails that the pair's test calls worse, unadjusted."""
+    return [e for e in pair_effects(
+        res, with_, without,
+        lambda wl: [res.latency(wl, f) for f in TAIL_FIELDS])
+        if e.change.verdict == "worse"]
 
 
 def risks(res: Results, matrix: Matrix, tree: str, series: Sequence[str],
