@@ -243,6 +243,8 @@ def workload_slides(res: Results, figs: dict[str, Figure],
     as a THP re-read, has its main result here)."""
     out: list[Slide] = []
     fill = swapout_workload(res)
+    # The figures embedded, read and encoded once, not once a slide.
+    bodies = "".join(s.body for s in shown)
     for wl in res.source.workloads:
         fig = figs.get(f"change-{wl}")
         metric = res.throughput(wl) or res.latency(wl)
@@ -250,7 +252,7 @@ def workload_slides(res: Results, figs: dict[str, Figure],
             f"change-{wl}", f"latency-{wl}") or (name == "swapout" and
                                                  wl == fill)]
         if fig is None or metric is None or any(
-                _data_uri(f) in s.body for f in about for s in shown):
+                _data_uri(f) in bodies for f in about):
             continue
         effects = []
         for be in res.source.backends:
