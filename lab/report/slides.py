@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 from lab.cache import atomic_write
 from lab.report.analysis import Results
+from lab.report.backup import backup_slides
 from lab.report.effect import Effect, gain, what
 from lab.report.figstyle import Figure
 from lab.report.figures import swapout_workload
@@ -33,11 +34,6 @@ from lab.report.upstream import MERGED, Candidate, Recommendation, verdict
 from lab.spec.model import Matrix
 
 e = html.escape
-
-# Rows, a pivot's heading counting as one, that fit one backup column:
-# 538 px under the two-line legend, a 12px table row 21 px, a heading and
-# the gap after its table 24 px.
-BACKUP_ROWS = 24
 
 CSS = """
 @page { size: 1280px 720px; margin: 0 }
@@ -342,31 +338,6 @@ def reproduce_slide(rec: Recommendation, matrix: Matrix) -> list[Slide]:
                     None, items)
 
 
-def backup_slides(res: Results) -> list[Slide]:
-    """The report's pivot tables (lab.report.tables.pivots), in columns of
-    BACKUP_ROWS rows, two columns a slide, as many slides as they need."""
-    columns: list[list[str]] = [[]]
-    used = 0
-    for wl, metric, sub, table in pivots(res.rows, res.source):
-        size = len(table) + 1           # the heading is a row too
-        if used + size > BACKUP_ROWS and columns[-1]:
-            columns.append([])
-            used = 0
-        used += size
-        head = "".join(f"<th>{e(c)}</th>" for c in table[0])
-        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r)
-                       + "</tr>" for r in table[1:])
-        columns[-1].append(f"<div class='pivot'><b>{e(wl)}: {e(metric)}"
-                           f"</b> ({e(sub)})<table><tr>{head}</tr>{body}"
-                           "</table></div>")
-    if not columns[-1]:
-        return []
-    return [Slide(f"backup-{n}", f"Backup: full table ({n})",
-                  "".join(f"<div class='col backup'>{''.join(c)}</div>"
-                          for c in columns[i:i + 2]), LEGEND)
-            for n, i in enumerate(range(0, len(columns), 2), 1)]
-
-
 def slides(res: Results, rec: Recommendation, matrix: Matrix,
            figs: Sequence[Figure], lead: Sequence[Slide] = ()) -> list[Slide]:
     """The deck. A run that answers questions opens with `lead`, its
@@ -376,7 +347,8 @@ def slides(res: Results, rec: Recommendation, matrix: Matrix,
     if lead:
         return [*lead, *reliability_slide(by_name),
                 *recommendation_slide(rec), *reproduce_slide(rec, matrix),
-                *overview_slide(res, by_name), *backup_slides(res)]
+                *overview_slide(res, by_name),
+                *backup_slides(pivots(res.rows, res.source))]
     questions: list[Callable[[], list[Slide]]] = [
         lambda: _readahead_question(res, rec, by_name, "seq",
                                     "Does VMA readahead help sequential "
@@ -395,7 +367,8 @@ def slides(res: Results, rec: Recommendation, matrix: Matrix,
             *workload_slides(res, by_name, asked),
             *reliability_slide(by_name),
             *overview_slide(res, by_name), *recommendation_slide(rec),
-            *reproduce_slide(rec, matrix), *backup_slides(res)]
+            *reproduce_slide(rec, matrix),
+            *backup_slides(pivots(res.rows, res.source))]
 
 
 def deck_html(res: Results, deck: Sequence[Slide]) -> str:

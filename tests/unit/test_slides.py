@@ -176,21 +176,6 @@ def test_long_evidence_goes_on_over_continuation_slides(made):
     assert all(s.title == "Q? (continued)" for s in deck[1:])
 
 
-def test_backup_shows_every_table_within_its_columns(made):
-    res, _, _, _ = made
-    backup = slides.backup_slides(res)
-    body = "".join(s.body for s in backup)
-    for wl, metric, _, _ in pivots(res.rows, res.source):
-        assert f"<b>{wl}: {metric}</b>" in body
-    for s in backup:
-        columns = s.body.split("<div class='col backup'>")[1:]
-        assert 1 <= len(columns) <= 2
-        for col in columns:
-            # Table rows, and each table's heading as a row.
-            assert col.count("<tr>") + col.count("class='pivot'") <= \
-                slides.BACKUP_ROWS
-
-
 def test_one_repeat_recommends_nothing():
     run = Store(DATA).open("quick-real")
     res = analysis.Results.of(run)
