@@ -8,13 +8,16 @@ PYTEST_ARGS ?=
 # The stored run whose cells `make bench` breaks down and resamples.
 BENCH_RUN ?= latest
 
-# Host tools for building kernels, the guest and the lab itself.
+# Host tools for building kernels, the guest and the lab itself, and the
+# real programs the matrix's workloads bring into the guest (Redis:
+# redis-tools has the server binary too, without the redis-server
+# package's service, which would start on this host).
 DEB_PACKAGES := linux-source-6.1 build-essential bc flex bison libelf-dev \
 	libssl-dev cpio xz-utils git ccache qemu-system-x86 qemu-utils \
 	busybox-static python3-yaml python3-pytest python3-pytest-xdist \
 	python3-numpy python3-scipy python3-jinja2 python3-hypothesis \
 	python3-matplotlib python3-mypy chromium poppler-utils nbdkit \
-	nbdkit-plugin-dev ovmf
+	nbdkit-plugin-dev ovmf redis-tools
 
 .PHONY: all deps workloads build run test test-unit bench bench-cold clean help
 

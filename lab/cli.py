@@ -28,7 +28,7 @@ from lab.paths import REPO
 from lab.progress import Progress
 from lab.results.store import Run, Store, open_results_dir
 from lab.spec.matrix import describe, load_matrix
-from lab.spec.model import Matrix
+from lab.spec.model import Matrix, Variant
 from lab.spec.questions import as_duration_s
 from lab.spec.yamlsrc import Node
 
@@ -145,30 +145,34 @@ def _validate(files: list[Path]) -> int:
     return 0
 
 
-def _chosen(matrix: Matrix, args: argparse.Namespace) -> list[str]:
+def _chosen(matrix: Matrix, args: argparse.Namespace) -> list[Variant]:
+    """The kernels to build: the variants named, or every variant, as
+    declared; else those the sub-matrix's cells boot (a workload's
+    fragments added)."""
     if args.variants:
         unknown = [v for v in args.variants if v not in matrix.variants]
         if unknown:
             raise LabError(f"unknown variant(s) {', '.join(unknown)}; "
                            f"{matrix.file} has: {', '.join(matrix.variants)}")
-        return list(args.variants)
+        return [matrix.variants[v] for v in args.variants]
     if args.all:
-        return list(matrix.variants)
-    return list(matrix.sub(args.matrix).variants)
+        return list(matrix.variants.values())
+    return matrix.kernels(args.matrix)
 
 
 def _build(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.file)
-    names = _chosen(matrix, args)
+    kernels = _chosen(matrix, args)
     root = cache_root(args.cache)
     failed = []
     started = time.monotonic()
     with locked(root, wait=not args.no_wait):
         builder = Builder(matrix, root, args.jobs)
-        for name in names:
+        for variant in kernels:
+            name = variant.name
             progress = Progress(name)
             try:
-                build = builder.build(matrix.variants[name], progress)
+                build = builder.build(variant, progress)
             except BuildFailed as exc:
                 progress.finish("FAILED")
                 print(str(exc), file=sys.stderr)
@@ -178,7 +182,7 @@ def _build(args: argparse.Namespace) -> int:
                 continue
             progress.finish(f"built {build.release} -> {build.bzimage}")
     total = time.monotonic() - started
-    print(f"{len(names) - len(failed)} of {len(names)} variants built "
+    print(f"{len(kernels) - len(failed)} of {len(kernels)} variants built "
           f"in {total:.1f} s (cache {root})")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)

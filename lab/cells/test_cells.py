@@ -15,9 +15,9 @@ from lab.spec.model import Cell
 
 def test_cell(cell: Cell, lab: SessionState,
               request: pytest.FixtureRequest) -> None:
-    build = build_of(lab, cell.variant)
     matrix, cache, run = lab.matrix, lab.cache, lab.run
     plan = matrix.plan(cell)
+    build = build_of(lab, plan.variant)
     inputs = cellrun.inputs(plan, build, cache)
     if not request.config.getoption("--rerun") and \
             run.is_done(cell, inputs):

@@ -92,7 +92,8 @@ def cell_spec(plan: CellPlan, build: Build, out_dir: Path) -> CellSpec:
         sysfs=plan.sysfs, sysctl=plan.sysctl,
         cmdline=plan.variant.cmdline, trace=workload.trace,
         output=workload.output, parse=workload.parse,
-        extra_files=brought_files(workload.path),
+        extra_files={f: data for path in (workload.path, *workload.needs)
+                     for f, data in brought_files(path).items()},
         labels={"variant": cell.variant, "backend": cell.backend,
                 "workload": cell.workload, "repeat": cell.repeat})
 

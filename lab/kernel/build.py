@@ -20,7 +20,7 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -120,13 +120,22 @@ class Builder:
     def state_file(self, variant: str) -> Path:
         return self.root / "state" / f"build-{variant}.json"
 
+    def kernel_name(self, variant: Variant) -> str:
+        """The variant's name, with the fragments a workload added to
+        its declared ones (`beyond+net`): each such kernel keeps its own
+        build state, so that cells of both do not rebuild in turn."""
+        declared = self.matrix.variants[variant.name].fragments
+        return "+".join([variant.name, *(f for f in variant.fragments
+                                         if f not in declared)])
+
     def up_to_date(self, variant: Variant) -> Build | None:
         """The cached build if the variant's inputs have not changed."""
         version = debian.installed_version(variant.tree)
         if version is None:
             return None
         try:
-            state = json.loads(self.state_file(variant.name).read_text())
+            state = json.loads(self.state_file(self.kernel_name(variant))
+                               .read_text())
         except (OSError, ValueError):
             return None
         digest = input_digest(self.matrix, variant, version, self.compiler)
@@ -140,8 +149,10 @@ class Builder:
         return self._pristine[package]
 
     def build(self, variant: Variant, progress: Progress) -> Build:
-        # An A/A twin boots its target's kernel: one build for both.
-        variant = self.matrix.variants[variant.kernel]
+        # An A/A twin boots its target's kernel: one build for both (with
+        # the fragments a workload adds).
+        variant = replace(self.matrix.variants[variant.kernel],
+                          fragments=variant.fragments)
         cached = self.up_to_date(variant)
         if cached:
             return cached
@@ -196,7 +207,7 @@ class Builder:
                                                     indent=2) + "\n")
         digest = input_digest(self.matrix, variant, pristine.version,
                               self.compiler)
-        atomic_write(self.state_file(variant.name), json.dumps(
+        atomic_write(self.state_file(self.kernel_name(variant)), json.dumps(
             {"input": digest, "directory": str(dest)}) + "\n")
         return result
 

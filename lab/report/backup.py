@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import html
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from lab.report.slide import Slide
 from lab.report.tables import LEGEND
@@ -45,12 +45,13 @@ SLACK = 1.02
 
 
 @functools.lru_cache(maxsize=2)
-def _font(bold: bool):
+def _font(bold: bool) -> Any:
     import matplotlib.font_manager as fm
     from matplotlib.ft2font import FT2Font
     weight = "bold" if bold else "normal"
     path = fm.findfont(fm.FontProperties(family="DejaVu Sans",
-                                         weight=weight), fallback_to_default=False)
+                                         weight=weight),
+                       fallback_to_default=False)
     font = FT2Font(path)
     font.set_size(FONT_PX, 72)          # 12 pt at 72 dpi: 12 px
     return font

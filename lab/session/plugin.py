@@ -38,7 +38,7 @@ from lab.progress import Progress
 from lab.results import store
 from lab.results.runmatrix import run_matrix
 from lab.spec.matrix import load_matrix
-from lab.spec.model import Cell, Matrix
+from lab.spec.model import Cell, Matrix, Variant
 
 PROPERTY = "swaplab-cell"
 
@@ -198,19 +198,21 @@ def lab(pytestconfig: pytest.Config) -> SessionState:
     return pytestconfig.stash[STATE]
 
 
-def build_of(lab: SessionState, variant: str) -> Build:
-    """Each variant is built once per session (and only if its inputs
-    changed since the last build); a failed build fails its cells."""
+def build_of(lab: SessionState, variant: Variant) -> Build:
+    """Each kernel is built once per session (and only if its inputs
+    changed since the last build); a failed build fails its cells. A
+    variant with a workload's fragments added is a kernel of its own."""
     builds = lab.builds
-    if variant not in builds:
-        matrix, cache = lab.matrix, lab.cache
+    key = f"{variant.name} {'+'.join(variant.fragments)}"
+    if key not in builds:
+        cache = lab.cache
         try:
             with locked(cache):
-                builds[variant] = Builder(matrix, cache).build(
-                    matrix.variants[variant], Progress(variant))
+                builds[key] = Builder(lab.matrix, cache).build(
+                    variant, Progress(variant.name))
         except BuildFailed as exc:
-            builds[variant] = exc
-    found = builds[variant]
+            builds[key] = exc
+    found = builds[key]
     if isinstance(found, BuildFailed):
         log = f" (log: {found.log})" if found.log else ""
         pytest.fail(f"build failed: {found}{log}", pytrace=False)

@@ -11,6 +11,7 @@ rules say which counters each matching cell must move (lab/spec/expect.py).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import zlib
 from pathlib import Path
@@ -20,14 +21,15 @@ from lab import elf
 from lab.errors import MatrixError
 from lab.spec import expect
 from lab.spec.fields import (Fields, as_bool, as_int, as_list, as_name,
-                             as_named, as_names, as_number, as_settings,
-                             as_size_mib, as_str, expected)
+                             as_named, as_names, as_number, as_size_mib,
+                             as_str, expected)
 from lab.spec.model import (RULE_KEYS, Expectation, Guest, Matrix,
                             Question, Rule, SubMatrix, Tree, Variant,
                             Workload)
 from lab.spec.merged import merged_series
 from lab.spec.parserules import output_and_rules
 from lab.spec.questions import as_duration_s, check_covered, question
+from lab.spec.settings import fragment_names, sysctl, sysfs
 from lab.spec.swapdev import backend
 from lab.spec.yamlsrc import Node, load
 
@@ -35,10 +37,6 @@ from lab.spec.yamlsrc import Node, load
 FIRMWARES = ("seabios", "ovmf")
 BASE_CONFIGS = ("tinyconfig", "defconfig")
 TREE_RE = re.compile(r"^linux-source-\d+\.\d+$")
-SYSFS_RE = re.compile(r"^[A-Za-z0-9_.:/-]+$")
-SYSCTL_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
-
-
 def load_matrix(path: Path) -> Matrix:
     """Read and validate a matrix file; raises MatrixError on bad input."""
     try:
@@ -64,7 +62,8 @@ def parse_matrix(text: str, path: Path,
     variants = _twins(as_named(vnode, "variants", lambda n, v: _variant(
         n, v, trees, fragments, pdir)), vnode)
     backends = as_named(top.need("backends"), "backends", backend)
-    workloads = as_named(top.need("workloads"), "workloads", _workload)
+    workloads = as_named(top.need("workloads"), "workloads",
+                         lambda n, v: _workload(n, v, fragments))
     guest = _guest(top.need("guest"))
     rep_node = top.get("repeats")
     repeats = as_int(rep_node, 1, 1000, "a repeat count") if rep_node else 1
@@ -107,13 +106,14 @@ def zram_kernels(matrix: Matrix, node: Node) -> None:
         if not any(matrix.backends[b].kind == "zram" for b in sub.backends):
             continue
         for cell in matrix.cells(name, [1]):
-            v = matrix.variants[cell.variant]
+            v = matrix.kernel_for(cell)
             if matrix.backends[cell.backend].kind != "zram":
                 continue
-            if v.name not in has:
-                has[v.name] = any("CONFIG_ZRAM=y" in matrix.fragments[f]
-                                  .read_text().split() for f in v.fragments)
-            if not has[v.name]:
+            key = f"{v.name} {v.fragments}"
+            if key not in has:
+                has[key] = any("CONFIG_ZRAM=y" in matrix.fragments[f]
+                               .read_text().split() for f in v.fragments)
+            if not has[key]:
                 raise node.error(
                     f"sub-matrix '{name}' runs variant '{v.name}' on zram "
                     f"backend '{cell.backend}', but none of its fragments "
@@ -167,29 +167,6 @@ def _fragments(node: Node, base: Path) -> dict[str, Path]:
     return as_named(node, "fragments", fragment)
 
 
-def _settings(fields: Fields, key: str, pattern: re.Pattern[str],
-              what: str) -> dict[str, str]:
-    node = fields.get(key)
-    if node is None:
-        return {}
-    out = as_settings(node, f"{key} settings")
-    for name in out:
-        if not pattern.match(name) or ".." in name.split("/"):
-            raise node.error(f"'{name}' is not {what}", name)
-    return out
-
-
-def _sysfs(fields: Fields) -> dict[str, str]:
-    return _settings(fields, "sysfs", SYSFS_RE,
-                     "a path below /sys such as "
-                     "kernel/mm/transparent_hugepage/enabled")
-
-
-def _sysctl(fields: Fields) -> dict[str, str]:
-    return _settings(fields, "sysctl", SYSCTL_RE,
-                     "a sysctl name such as vm.page-cluster")
-
-
 def _variant(name: str, node: Node, trees: dict[str, Tree],
              fragments: dict[str, Path], pdir: Path) -> Variant:
     fields = Fields(node, f"variant '{name}'")
@@ -217,17 +194,7 @@ def _variant(name: str, node: Node, trees: dict[str, Tree],
                     else snode
                 raise at.error(f"patch series '{s}' not found for tree "
                                f"{tree}: expected the file {listing}")
-    frag: list[str] = []
-    fnode = fields.get("fragments")
-    if fnode is not None:
-        frag = as_names(fnode, "a fragment name")
-        for i, f in enumerate(frag):
-            if f not in fragments:
-                at = fnode.value[i] if isinstance(fnode.value, list) \
-                    else fnode
-                raise at.error(f"fragment '{f}' is not declared under "
-                               f"'fragments'; expected one of: "
-                               f"{', '.join(fragments)}")
+    frag = fragment_names(fields.get("fragments"), fragments)
     cmd = fields.get("cmdline")
     desc = fields.get("description")
     snode = fields.get("timeout_scale")
@@ -237,8 +204,8 @@ def _variant(name: str, node: Node, trees: dict[str, Tree],
         if not 1 <= scale <= 100:
             raise expected(snode, "a timeout scale from 1 to 100")
     variant = Variant(name, tree, tuple(series), tuple(frag),
-                      as_str(cmd) if cmd else "", _sysfs(fields),
-                      _sysctl(fields), as_str(desc) if desc else "", scale)
+                      as_str(cmd) if cmd else "", sysfs(fields),
+                      sysctl(fields), as_str(desc) if desc else "", scale)
     fields.done()
     return variant
 
@@ -259,7 +226,25 @@ def _program(node: Node) -> tuple[str, str]:
     return node.value, str(path.resolve())
 
 
-def _workload(name: str, node: Node) -> Workload:
+def _needs(node: Node) -> tuple[str, ...]:
+    """`needs:` paths, absolute or relative to the matrix file, to the
+    other x86-64 executables a workload runs; kept unresolved, so that a
+    symbolic link goes into the guest under its own name."""
+    out = []
+    for item in as_list(node, lambda n: n, "paths to executables"):
+        if not isinstance(item.value, str) or "/" not in item.value:
+            raise expected(item, "a path to an executable (with a '/')")
+        path = Path(os.path.abspath(Path(node.file).parent / item.value))
+        try:
+            elf.closure(path)
+        except elf.ElfError as exc:
+            raise item.error(f"{exc}") from None
+        out.append(str(path))
+    return tuple(out)
+
+
+def _workload(name: str, node: Node, fragments: dict[str, Path]
+              ) -> Workload:
     fields = Fields(node, f"workload '{name}'")
     program, path = _program(fields.need("program"))
     anode = fields.get("args")
@@ -271,11 +256,14 @@ def _workload(name: str, node: Node) -> Workload:
     trace_node = fields.get("trace")
     output, rules = output_and_rules(fields, program)
     snode = fields.get("swap")
+    nnode = fields.get("needs")
+    frag = fragment_names(fields.get("fragments"), fragments)
     workload = Workload(name, program, tuple(args), timeout,
-                        _sysfs(fields), _sysctl(fields),
+                        sysfs(fields), sysctl(fields),
                         as_bool(trace_node) if trace_node else False,
                         output, rules, path,
-                        as_size_mib(snode) if snode else 0)
+                        as_size_mib(snode) if snode else 0,
+                        _needs(nnode) if nnode else (), tuple(frag))
     fields.done()
     return workload
 

@@ -165,6 +165,17 @@ class Workload:
     # guest's (MiB; 0 keeps the guest's): a fill that must swap out long
     # enough for a steady rate needs more swap than the other workloads.
     swap_mib: int = dataclasses.field(default=0, metadata=SINCE_STUDIES)
+    # Other programs the workload runs (a server and its client, say):
+    # absolute paths on this host, symbolic links kept (a multi-call
+    # binary tells its personality by the name it was run by); each goes
+    # into the guest at its path with its ELF interpreter and libraries.
+    needs: tuple[str, ...] = dataclasses.field(default=(),
+                                               metadata=SINCE_STUDIES)
+    # Config fragments the workload's kernels need on top of the
+    # variant's (a server needs sockets): its cells boot the variant
+    # built with them, a build of its own.
+    fragments: tuple[str, ...] = dataclasses.field(default=(),
+                                                   metadata=SINCE_STUDIES)
 
 
 @dataclass(frozen=True)
@@ -273,6 +284,8 @@ class CellPlan:
             # one. (Only when on, so untraced cells keep the hashes stored
             # before.)
             doc["workload"]["trace"] = True
+        if w.needs:
+            doc["workload"]["needs"] = list(w.needs)
         if w.output != "json":
             # How the output is read is part of what the cell measures
             # (only when not swaplab's JSON, so those cells keep their
@@ -319,9 +332,26 @@ class Matrix:
         return dataclasses.replace(self.guest, swap_mib=swap) if swap \
             else self.guest
 
+    def kernel_for(self, cell: Cell) -> Variant:
+        """The variant a cell boots: its own, with the fragments its
+        workload needs added after the variant's (each once)."""
+        v = self.variants[cell.variant]
+        extra = [f for f in self.workloads[cell.workload].fragments
+                 if f not in v.fragments]
+        return dataclasses.replace(v, fragments=v.fragments + tuple(extra)) \
+            if extra else v
+
+    def kernels(self, name: str) -> list[Variant]:
+        """The kernels sub-matrix `name`'s cells boot, each once."""
+        out: dict[tuple[str, tuple[str, ...]], Variant] = {}
+        for cell in self.cells(name, [1]):
+            v = self.kernel_for(cell)
+            out.setdefault((v.name, v.fragments), v)
+        return list(out.values())
+
     def plan(self, cell: Cell) -> CellPlan:
         """The cell resolved: its variant, backend, workload and guest."""
-        return CellPlan(cell=cell, variant=self.variants[cell.variant],
+        return CellPlan(cell=cell, variant=self.kernel_for(cell),
                         backend=self.backends[cell.backend],
                         workload=self.workloads[cell.workload],
                         guest=self.guest_for(cell.workload),

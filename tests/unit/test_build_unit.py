@@ -182,6 +182,32 @@ def test_half_written_build_directory_is_redone(
     assert builder.up_to_date(variant) is None
 
 
+def test_a_workloads_fragments_make_a_kernel_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """base, and base with a workload's `net` fragment: each keeps its
+    own build state, so cells of both in one run build each once."""
+    from dataclasses import replace
+    matrix = load_matrix(make_tree(tmp_path / "m"))
+    (tmp_path / "m" / "kernels" / "net.config").write_text("CONFIG_NET=y\n")
+    matrix.fragments["net"] = tmp_path / "m" / "kernels" / "net.config"
+    base = matrix.variants["base"]
+    net = replace(base, fragments=base.fragments + ("net",))
+    fake = FakeMake(monkeypatch)
+    builder = Builder(matrix, tmp_path / "cache")
+    assert builder.kernel_name(base) == "base"
+    assert builder.kernel_name(net) == "base+net"
+    builder.build(base, Progress("base"))
+    builder.build(net, Progress("base"))
+    assert fake.makes == 2
+    assert builder.up_to_date(base) and builder.up_to_date(net)
+    builder.build(base, Progress("base"))
+    builder.build(net, Progress("base"))
+    assert fake.makes == 2
+    # The fragment is one of the build's inputs.
+    assert input_digest(matrix, net, "v", "gcc") != \
+        input_digest(matrix, base, "v", "gcc")
+
+
 def test_second_lab_process_waits_with_message(tmp_path: Path) -> None:
     code = ("import sys; from pathlib import Path; "
             "from lab.cache import locked\n"

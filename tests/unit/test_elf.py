@@ -129,3 +129,45 @@ def test_brought_files_avoid_what_the_agent_mounts_over(tmp_path) -> None:
     assert cellspec.guest_path(Path("/opt/tools/usemem")) == \
         "/opt/tools/usemem"
     assert cellspec.guest_path(Path("/tmpfoo/x")) == "/tmpfoo/x"
+
+
+def test_needs_bring_other_programs_under_their_own_names(tmp_path) -> None:
+    """`needs:` paths are checked like `program:`, keep a symbolic link's
+    own name (a multi-call binary such as redis-server tells its part by
+    it), and go into the cell with their libraries."""
+    from lab.errors import MatrixError
+    from lab.spec.matrix import parse_matrix
+    from lab.spec.model import Cell
+    from lab.guest import cellspec
+    (tmp_path / "kernels").symlink_to(REPO / "kernels")
+    (tmp_path / "bin").mkdir()
+    true = Path(shutil.which("true") or "/bin/true")
+    (tmp_path / "bin" / "server").symlink_to(true)
+    text = (REPO / "matrix.yaml").read_text().replace(
+        "  thp-swpout-rate:\n", "  mine:\n    program: swapbench\n"
+        "    needs: [./bin/server, ./bin/client]\n"
+        "  thp-swpout-rate:\n", 1)
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text)
+    line = text.splitlines().index(
+        "    needs: [./bin/server, ./bin/client]") + 1
+    with pytest.raises(MatrixError) as info:
+        parse_matrix(text, path, REPO / "patches")
+    assert str(info.value).startswith(
+        f"{path}:{line}: workloads.mine.needs[1]: cannot read ")
+    (tmp_path / "bin" / "client").write_bytes(b"\x7fELF\x01\x01")
+    with pytest.raises(MatrixError) as info:
+        parse_matrix(text, path, REPO / "patches")
+    assert "is not a 64-bit little-endian ELF file" in str(info.value)
+    shutil.copy(SWAPBENCH, tmp_path / "bin" / "client")
+    m = parse_matrix(text, path, REPO / "patches")
+    assert m.workloads["mine"].needs == (str(tmp_path / "bin" / "server"),
+                                         str(tmp_path / "bin" / "client"))
+    plan = m.plan(Cell(1, "base", "nvme", "mine"))
+    spec = cellspec.cell_spec(plan, None, tmp_path)    # type: ignore
+    hidden = cellspec.HIDDEN_PREFIX.lstrip("/")
+    assert spec.extra_files[f"{hidden}{tmp_path}/bin/server"] == \
+        true.read_bytes()
+    assert "lib/x86_64-linux-gnu/libc.so.6" in spec.extra_files
+    assert plan.measures()["workload"]["needs"] == list(
+        m.workloads["mine"].needs)

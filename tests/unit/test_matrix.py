@@ -440,3 +440,29 @@ def test_a_zram_cell_needs_a_kernel_with_zram(tmp_path: Path) -> None:
         "CONFIG_SWAP=y\nCONFIG_ZRAM=y\n")
     m = load_matrix(tmp_path / "matrix.yaml")
     assert m.backends["zram"].params == {}
+
+
+def test_a_workload_may_need_config_fragments(tmp_path: Path) -> None:
+    """A workload's `fragments` are added to each variant it boots (once,
+    after the variant's own): a kernel of its own, named in errors like
+    a variant's fragments are."""
+    text = GOOD.replace("  lab-base: kernels/lab-base.config\n",
+                        "  lab-base: kernels/lab-base.config\n"
+                        "  net: kernels/net.config\n").replace(
+        "    timeout: 120", "    timeout: 120\n    fragments: [net]")
+    path = make_tree(tmp_path, text)
+    (tmp_path / "kernels" / "net.config").write_text("CONFIG_NET=y\n")
+    matrix = load_matrix(path)
+    assert matrix.workloads["thp"].fragments == ("net",)
+    thp = matrix.plan(Cell(1, "base", "nvme", "thp"))
+    assert thp.variant.fragments == ("lab-base", "net")
+    assert thp.variant.series == matrix.variants["base"].series
+    assert matrix.plan(Cell(1, "base", "nvme", "seq")).variant is \
+        matrix.variants["base"]
+    wrong = text.replace("fragments: [net]", "fragments: [nett]")
+    path.write_text(wrong)
+    with pytest.raises(MatrixError) as info:
+        load_matrix(path)
+    assert info.value.line == line_of(wrong, "fragments: [nett]")
+    assert "fragment 'nett' is not declared under 'fragments'" in \
+        info.value.message
