@@ -47,6 +47,10 @@ void usage(FILE *f)
 "      --thp-holes N          madvise: the last 2 MiB range of every N gets\n"
 "                             4 KiB pages at first touch, as when no THP\n"
 "                             could be allocated there\n"
+"      --page-fill MODE       what a page holds besides its stamps: zero\n"
+"                             [default], half or random (noise in half or\n"
+"                             all of each sector: zram compresses it ~2:1\n"
+"                             or not at all, where zero pages do ~60:1)\n"
 "      --fill-frac F          fill: all tasks together write F * (MemTotal\n"
 "                             + SwapTotal)\n"
 "      --bg-procs N           combined: background processes [1]\n"
@@ -117,6 +121,7 @@ enum {
 	OPT_FORK_PASS,
 	OPT_REREAD,
 	OPT_THP_HOLES,
+	OPT_PAGE_FILL,
 };
 
 static const struct option long_opts[] = {
@@ -137,6 +142,7 @@ static const struct option long_opts[] = {
 	{ "calibrate", required_argument, NULL, OPT_CALIBRATE },
 	{ "thp", required_argument, NULL, OPT_THP },
 	{ "thp-holes", required_argument, NULL, OPT_THP_HOLES },
+	{ "page-fill", required_argument, NULL, OPT_PAGE_FILL },
 	{ "fill-frac", required_argument, NULL, OPT_FILL_FRAC },
 	{ "bg-procs", required_argument, NULL, OPT_BG_PROCS },
 	{ "bg-threads", required_argument, NULL, OPT_BG_THREADS },
@@ -286,6 +292,16 @@ static int parse_one(struct sb_config *cfg, int c, const char *arg,
 	case OPT_THP_HOLES:
 		return parse_u64(arg, 1, 1ULL << 40, &cfg->thp_holes) ?
 		       bad("bad --thp-holes '%s'", arg) : 0;
+	case OPT_PAGE_FILL:
+		if (!strcmp(arg, "zero"))
+			cfg->fill_words = 0;
+		else if (!strcmp(arg, "half"))
+			cfg->fill_words = STAMP_SECTOR_WORDS / 2 - 1;
+		else if (!strcmp(arg, "random"))
+			cfg->fill_words = STAMP_SECTOR_WORDS - 2;
+		else
+			return bad("unknown --page-fill '%s'", arg);
+		return 0;
 	case OPT_FILL_FRAC:
 		return parse_pos_double(arg, 1000, &cfg->fill_frac) ?
 		       bad("bad --fill-frac '%s'", arg) : 0;

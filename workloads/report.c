@@ -238,6 +238,7 @@ static void emit_config(struct jw *w, const struct sb_config *cfg)
 	jw_bool(w, "latency", cfg->latency);
 	jw_str(w, "thp", thp_name(cfg->thp));
 	jw_u64(w, "thp_holes", cfg->thp_holes);
+	jw_u64(w, "page_fill_words", cfg->fill_words);
 	jw_str(w, "work", work_name(cfg->work));
 	jw_dbl(w, "work_us", (double)cfg->work_ns / 1e3, 3);
 	jw_u64(w, "work_loop_iterations", cfg->loop_iters);

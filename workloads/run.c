@@ -494,6 +494,8 @@ static bool run_pass(struct task_ctx *c, uint64_t pass)
 					     false);
 		} else {
 			stamp_write(k, p, nb);
+			if (cfg->fill_words)
+				page_fill(k, p, nb, cfg->fill_words);
 			if (page_was_lost(c, false))
 				page_rewrite(k, p, nh, nb);
 		}

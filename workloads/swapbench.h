@@ -55,6 +55,13 @@ struct sb_config {
 	const char *calib_file;
 	enum sb_thp thp;
 	uint64_t thp_holes;	/* every N-th 2 MiB range 4 KiB, 0: none */
+	/*
+	 * Words of each 512-byte sector filled with noise at a page's first
+	 * write, after the sector's stamp: 0 (zero), 31 (half) or 62
+	 * (random).  A page of zeros and 8 stamps compresses some 60 to 1,
+	 * which flatters a compressing swap device (zram, zswap).
+	 */
+	unsigned int fill_words;
 	bool verify;
 	bool final_verify;
 	bool serial_final;	/* final sweeps one task at a time */

@@ -92,6 +92,22 @@ static inline void stamp_write(const struct stamp_key *k, uint64_t *p,
 }
 
 /*
+ * Fill words 1..@words of every sector of page @p with noise drawn from
+ * @base (the stamps are word 0 of each sector and the page's last word,
+ * so @words < STAMP_SECTOR_WORDS - 1).  The noise is not checked: it
+ * only makes the page as hard to compress as the words it covers.
+ */
+static inline void page_fill(const struct stamp_key *k, uint64_t *p,
+			     uint64_t base, unsigned int words)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < k->nsec; i++)
+		for (j = 1; j <= words; j++)
+			p[i * STAMP_SECTOR_WORDS + j] = splitmix64(&base);
+}
+
+/*
  * Replace the sector words 1..n-1 of page @p (base @ob) by those of base
  * @nb.  Returns how many did not hold their old stamp; the first one's
  * index and content in *@bad and *@found.
