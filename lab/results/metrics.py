@@ -65,6 +65,7 @@ VMSTAT: dict[str, str] = {
     "swap_sync_bypass": NEUTRAL, "thp_swpin": NEUTRAL,
     "thp_swpin_fallback": LOWER, "thp_swpin_cached": NEUTRAL,
     "thp_swpin_ra": NEUTRAL, "thp_swpin_ra_pages": NEUTRAL,
+    "thp_swpin_retry": NEUTRAL,
 }
 # (thp_swpin_fallback_* are the reasons of the thp-swapin series)
 VMSTAT_PREFIXES = ("swap_ra_", "thp_swpout_", "thp_swpin_fallback_")
