@@ -120,22 +120,14 @@ class Builder:
     def state_file(self, variant: str) -> Path:
         return self.root / "state" / f"build-{variant}.json"
 
-    def kernel_name(self, variant: Variant) -> str:
-        """The variant's name, with the fragments a workload added to
-        its declared ones (`beyond+net`): each such kernel keeps its own
-        build state, so that cells of both do not rebuild in turn."""
-        declared = self.matrix.variants[variant.name].fragments
-        return "+".join([variant.name, *(f for f in variant.fragments
-                                         if f not in declared)])
-
     def up_to_date(self, variant: Variant) -> Build | None:
         """The cached build if the variant's inputs have not changed."""
         version = debian.installed_version(variant.tree)
         if version is None:
             return None
         try:
-            state = json.loads(self.state_file(self.kernel_name(variant))
-                               .read_text())
+            state = json.loads(self.state_file(
+                self.matrix.kernel_name(variant)).read_text())
         except (OSError, ValueError):
             return None
         digest = input_digest(self.matrix, variant, version, self.compiler)
@@ -207,8 +199,9 @@ class Builder:
                                                     indent=2) + "\n")
         digest = input_digest(self.matrix, variant, pristine.version,
                               self.compiler)
-        atomic_write(self.state_file(self.kernel_name(variant)), json.dumps(
-            {"input": digest, "directory": str(dest)}) + "\n")
+        atomic_write(self.state_file(self.matrix.kernel_name(variant)),
+                     json.dumps({"input": digest,
+                                 "directory": str(dest)}) + "\n")
         return result
 
     def _make_cmd(self, objdir: Path, *targets: str) -> list[str]:

@@ -71,8 +71,10 @@ class Pivot:
     sub: str            # unit and direction
     table: list[list[str]]
 
+    @functools.cached_property
     def width(self) -> float:
-        """Natural width: each column as wide as its widest cell."""
+        """Natural width: each column as wide as its widest cell (the
+        layout asks for it at every row it places: measured once)."""
         cols = zip(*self.table)
         return sum(max(text_px(c, bold=(i == 0)) for i, c in enumerate(col))
                    + CELL_PAD_PX for col in cols)
@@ -97,7 +99,7 @@ class Pivot:
     def row_px(self, column: float) -> int:
         """A row's height in a column `column` px wide: rows wrap alike
         when the table is wider than its column."""
-        return ROW_PX + LINE_PX * (_lines(self.width(), column) - 1)
+        return ROW_PX + LINE_PX * (_lines(self.width, column) - 1)
 
     def html(self, rows: Sequence[list[str]], more: bool) -> str:
         head = "".join(f"<th>{e(c)}</th>" for c in self.table[0])
@@ -126,7 +128,7 @@ def columns(pivots: Sequence[Pivot]) -> list[Column]:
     than break, unless it is taller than a column."""
     out: list[Column] = []
     for p in pivots:
-        wide = p.width() > HALF_PX
+        wide = p.width > HALF_PX
         rows = p.table[1:]
         more = False
         while rows:

@@ -203,7 +203,7 @@ def build_of(lab: SessionState, variant: Variant) -> Build:
     changed since the last build); a failed build fails its cells. A
     variant with a workload's fragments added is a kernel of its own."""
     builds = lab.builds
-    key = f"{variant.name} {'+'.join(variant.fragments)}"
+    key = lab.matrix.kernel_name(variant)
     if key not in builds:
         cache = lab.cache
         try:

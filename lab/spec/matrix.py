@@ -109,7 +109,7 @@ def zram_kernels(matrix: Matrix, node: Node) -> None:
             v = matrix.kernel_for(cell)
             if matrix.backends[cell.backend].kind != "zram":
                 continue
-            key = f"{v.name} {v.fragments}"
+            key = matrix.kernel_name(v)
             if key not in has:
                 has[key] = any("CONFIG_ZRAM=y" in matrix.fragments[f]
                                .read_text().split() for f in v.fragments)

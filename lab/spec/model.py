@@ -341,12 +341,20 @@ class Matrix:
         return dataclasses.replace(v, fragments=v.fragments + tuple(extra)) \
             if extra else v
 
+    def kernel_name(self, variant: Variant) -> str:
+        """The name of the kernel `variant` builds: its own, with the
+        fragments a workload added to its declared ones (`beyond+net`),
+        so that each such kernel keeps its own build state."""
+        declared = self.variants[variant.name].fragments
+        return "+".join([variant.name, *(f for f in variant.fragments
+                                         if f not in declared)])
+
     def kernels(self, name: str) -> list[Variant]:
         """The kernels sub-matrix `name`'s cells boot, each once."""
-        out: dict[tuple[str, tuple[str, ...]], Variant] = {}
+        out: dict[str, Variant] = {}
         for cell in self.cells(name, [1]):
             v = self.kernel_for(cell)
-            out.setdefault((v.name, v.fragments), v)
+            out.setdefault(self.kernel_name(v), v)
         return list(out.values())
 
     def plan(self, cell: Cell) -> CellPlan:

@@ -67,7 +67,7 @@ def test_narrow_tables_share_a_slide_two_columns(narrow):
 def test_tables_too_wide_for_half_a_slide_get_all_of_it(wide):
     pivs = [backup.Pivot(f"{w}: {m}", s, t) for w, m, s, t in wide]
     # Three backends beside "upstream-6.12 (baseline)": wider than half.
-    assert max(p.width() for p in pivs) > backup.HALF_PX
+    assert max(p.width for p in pivs) > backup.HALF_PX
     cols = backup.columns(pivs)
     check_layout(wide, cols)
     assert cols[0].wide

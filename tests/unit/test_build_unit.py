@@ -194,8 +194,8 @@ def test_a_workloads_fragments_make_a_kernel_of_its_own(
     net = replace(base, fragments=base.fragments + ("net",))
     fake = FakeMake(monkeypatch)
     builder = Builder(matrix, tmp_path / "cache")
-    assert builder.kernel_name(base) == "base"
-    assert builder.kernel_name(net) == "base+net"
+    assert matrix.kernel_name(base) == "base"
+    assert matrix.kernel_name(net) == "base+net"
     builder.build(base, Progress("base"))
     builder.build(net, Progress("base"))
     assert fake.makes == 2
