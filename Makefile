@@ -29,7 +29,7 @@ help:
 	@echo "make test-unit  the fast unit tests only"
 	@echo "make build      build the kernel variants of the '$(MATRIX)' matrix"
 	@echo "make bench      print the lab's performance figures"
-	@echo "make bench-cold the same, plus a cold build of the quick variants"
+	@echo "make bench-cold the same, plus cold builds (quick variants; beyond-6.12)"
 	@echo "make clean      remove build products in the repository"
 
 deps:

@@ -84,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="time do_swap_page with function_graph")
     boot.add_argument("--timeout", type=int, default=600,
                       help="seconds before the guest is killed")
+    boot.add_argument("--bring", type=Path, action="append", default=[],
+                      help="a program to put on the guest's PATH (repeat)")
     # Not dest "command": that is the subcommand's name. The words after
     # `--` are added by parse().
     boot.add_argument("guest_command", nargs="*", metavar="CMD",
@@ -317,12 +319,11 @@ def _boot(args: argparse.Namespace) -> int:
     from lab.calibrate import dilation
     from lab.guest import runner
     matrix = load_matrix(args.file)
-    if args.variant not in matrix.variants:
-        raise LabError(f"unknown variant '{args.variant}'; {matrix.file} "
-                       f"has: {', '.join(matrix.variants)}")
-    if args.backend not in matrix.backends:
-        raise LabError(f"unknown backend '{args.backend}'; {matrix.file} "
-                       f"has: {', '.join(matrix.backends)}")
+    for kind, name, known in (("variant", args.variant, matrix.variants),
+                              ("backend", args.backend, matrix.backends)):
+        if name not in known:
+            raise LabError(f"unknown {kind} '{name}'; {matrix.file} has: "
+                           f"{', '.join(known)}")
     command = args.guest_command[1:] if args.guest_command[:1] == ["--"] \
         else args.guest_command
     if not command:
@@ -332,7 +333,8 @@ def _boot(args: argparse.Namespace) -> int:
     with locked(root):
         build = Builder(matrix, root).build(variant, Progress(variant.name))
     backend = matrix.backends[args.backend]
-    return runner.boot(build, backend, matrix.guest, shlex.join(command),
+    files, shell = cellspec.brought_by_hand(args.bring, command)
+    return runner.boot(build, backend, matrix.guest, shell, files=files,
                        cache=root, timeout_s=args.timeout, variant=variant,
                        trace=args.trace, dilated=dilation.factor_for(
                            build, backend, matrix.guest, root))

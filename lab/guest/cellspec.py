@@ -3,11 +3,13 @@ what it produced (CellResult)."""
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from lab import elf
+from lab.errors import LabError
 from lab.kernel.artifact import Build
 from lab.paths import REPO
 from lab.spec.model import Backend, CellPlan, Guest, ParseRule
@@ -117,3 +119,20 @@ def brought_files(path: str) -> dict[str, bytes]:
         return {}
     return {guest_path(p).lstrip("/"): p.read_bytes()
             for p in elf.closure(Path(path))}
+
+
+def brought_by_hand(programs: Sequence[Path], command: Sequence[str]
+                    ) -> tuple[dict[str, bytes], str]:
+    """Programs brought to a `lab boot`: their files by guest path, and
+    `command` as a shell line that finds them first on PATH, so that each
+    runs by its name, as on the host."""
+    files: dict[str, bytes] = {}
+    dirs: dict[str, None] = {}
+    for program in programs:
+        try:
+            files.update(brought_files(str(program)))
+        except (elf.ElfError, OSError) as exc:
+            raise LabError(f"--bring {program}: {exc}") from exc
+        dirs[str(Path(guest_path(program)).parent)] = None
+    line = shlex.join(command)
+    return files, (f"PATH={':'.join(dirs)}:$PATH; {line}" if dirs else line)

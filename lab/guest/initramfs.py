@@ -174,26 +174,42 @@ def render_config(items: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cell_archive(config: str, extra: dict[str, bytes] | None = None) -> bytes:
-    """The per-cell cpio.gz: the config plus extra files (path -> data)."""
+def files_archive(files: dict[str, bytes]) -> bytes:
+    """A cpio.gz of files by path (ELF files executable)."""
     cpio = Cpio()
-    cpio.file(CONF_PATH, config.encode(), 0o644)
     # The kernel's unpacker creates no missing parents: a library at
     # lib/x86_64-linux-gnu/ needs its directories first.
-    parents = sorted({str(p) for name in (extra or {})
+    parents = sorted({str(p) for name in files
                       for p in Path(name).parents if str(p) != "."})
     for d in parents:
         cpio.dir(d)
-    for name, data in sorted((extra or {}).items()):
+    for name, data in sorted(files.items()):
         cpio.file(name, data, 0o755 if data[:4] == b"\x7fELF" else 0o644)
     return cpio.gzip()
 
 
+def files_image(cache: Path, files: dict[str, bytes]) -> Path:
+    """files_archive(files), cached by content: a brought program's
+    libraries (17 MiB for the Redis cells) are compressed once, not at every
+    cell's boot."""
+    digest = hashlib.sha256()
+    for name, data in sorted(files.items()):
+        digest.update(name.encode() + b"\0")
+        digest.update(hashlib.sha256(data).digest())
+    path = cache / "initramfs" / f"files-{digest.hexdigest()[:16]}.cpio.gz"
+    if not path.is_file():
+        atomic_write(path, files_archive(files))
+    return path
+
+
 def cell_image(base: Path, config: str, dest: Path,
-               extra: dict[str, bytes] | None = None) -> Path:
-    """base + the cell's archive, concatenated into `dest`."""
+               files: Path | None = None) -> Path:
+    """base + the cell's files (files_image) + its config, concatenated
+    into `dest` (the kernel unpacks concatenated archives in order)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest, "wb") as out:
         out.write(base.read_bytes())
-        out.write(cell_archive(config, extra))
+        if files is not None:
+            out.write(files.read_bytes())
+        out.write(files_archive({CONF_PATH: config.encode()}))
     return dest

@@ -62,7 +62,9 @@ def _initrd(spec: CellSpec, cache: Path, setup: backends.Setup,
         [*spec.extra_programs, devices.PROBE, devices.DILATE])
     conf = initramfs.render_config(config_items(spec, setup))
     (spec.out_dir / "cell.conf").write_text(conf)
-    return initramfs.cell_image(base, conf, dest, spec.extra_files)
+    files = initramfs.files_image(cache, spec.extra_files) \
+        if spec.extra_files else None
+    return initramfs.cell_image(base, conf, dest, files)
 
 
 def probe_images(build: Build, cache: Path) -> tuple[Path, Path]:
@@ -213,11 +215,13 @@ def boot(build: Build, backend: Backend, guest: Guest, command: str,
          expect_suffix: str | None = None,
          workloads_dir: Path | None = WORKLOADS_BUILD,
          trace: bool = False,
-         dilated: dict[str, Any] | None = None) -> int:
+         dilated: dict[str, Any] | None = None,
+         files: dict[str, bytes] | None = None) -> int:
     """Boot `build` with swap on `backend`, run `command` (busybox sh -c)
     on the guest console, print the console; the command's exit status
     (128+N for a signal; 255 when the guest failed to run it). The
-    variant's kernel cmdline and sysfs/sysctl settings apply if given."""
+    variant's kernel cmdline and sysfs/sysctl settings apply if given;
+    `files` (guest path -> data) go into its initramfs."""
     cache = cache or cache_root()
     out = out or sys.stdout
     # Two lab boots of one variant and backend may run at once: each has
@@ -233,7 +237,8 @@ def boot(build: Build, backend: Backend, guest: Guest, command: str,
         sysfs=dict(variant.sysfs) if variant else {},
         sysctl=dict(variant.sysctl) if variant else {},
         interactive=True, expect_suffix=expect_suffix,
-        workloads_dir=workloads_dir, trace=trace, dilation=dilated)
+        workloads_dir=workloads_dir, trace=trace, dilation=dilated,
+        extra_files=dict(files or {}))
     res = run_cell(spec, cache, echo=out)
     wl = res.result.get("workload") or {}
     if res.reason in (None, "workload-error", "integrity-error", "oom") \

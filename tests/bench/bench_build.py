@@ -2,6 +2,8 @@
 
   cold:    every variant of the quick matrix from an empty cache
            (tree extraction, no ccache)            target <= 15 min
+           beyond-6.12 alone from another empty cache (linux-source-6.12
+           extracted, the 6.12 series)             target <= 12 min
   rebuild: one variant after its mm/ patch series changes
            (an extra one-line mm/ patch)           target <= 2 min
   no-op:   `lab build` again with nothing changed  target < 5 s
@@ -89,6 +91,10 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="swaplab-cold.") as cold:
             secs = build_all(ROOT / "matrix.yaml", Path(cold), names)
             figures.append(("cold build, quick variants", secs, 15 * 60))
+        with tempfile.TemporaryDirectory(prefix="swaplab-cold.") as cold:
+            secs = build_all(ROOT / "matrix.yaml", Path(cold),
+                             ["beyond-6.12"])
+            figures.append(("cold build, beyond-6.12", secs, 12 * 60))
     build_all(ROOT / "matrix.yaml", root, names)  # warm up, uncounted
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "lab", "--cache", str(root),

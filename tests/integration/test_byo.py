@@ -6,7 +6,9 @@ prints nothing its rules read fails its cell as parse-failed, logs kept.
 """
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,26 @@ def test_a_dynamic_program_runs_in_the_guest_and_is_parsed(
     assert "kbps: no line matched" in bad["detail"]
     assert "the workload printed nothing" in bad["detail"]
     assert (run.log_dir("base-nvme-silent-r1") / "console.log").is_file()
+
+
+def test_lab_boot_runs_a_brought_program_by_hand(
+        base_build: Build, lab_root: Path, tmp_path: Path) -> None:
+    """The by-hand half of issue 26's usemem target: `lab boot --bring`
+    runs the same dynamically linked program in the same guest by its
+    name, and its own line reaches the console."""
+    for name in ("kernels", "patches"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    src, binary = tmp_path / "touch64.c", tmp_path / "touch64"
+    src.write_text(PROGRAM)
+    subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), str(src)],
+                   check=True)
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(BYO)
+    boot = subprocess.run(
+        [sys.executable, "-m", "lab", "--cache", str(lab_root), "boot",
+         "base", "--backend", "nvme", "--file", str(matrix), "--bring",
+         str(binary), "--", "touch64", "64"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert boot.returncode == 0, boot.stderr[-2000:]
+    assert re.search(r"^67108864 bytes / \d+ usecs = \d+ KB/s\r?$",
+                     boot.stdout, re.M), boot.stdout[-2000:]

@@ -171,3 +171,25 @@ def test_needs_bring_other_programs_under_their_own_names(tmp_path) -> None:
     assert "lib/x86_64-linux-gnu/libc.so.6" in spec.extra_files
     assert plan.measures()["workload"]["needs"] == list(
         m.workloads["mine"].needs)
+
+
+def test_lab_boot_brings_programs_onto_the_guests_path(tmp_path) -> None:
+    """`lab boot --bring PROG -- PROG args` runs a program of this host by
+    its name in the guest: its files go in (under the hidden prefix for
+    /tmp), its directory goes first on PATH, and what cannot run is named
+    with the option."""
+    from lab.errors import LabError
+    from lab.guest import cellspec
+    prog = tmp_path / "usemem"
+    shutil.copy(SWAPBENCH, prog)
+    files, line = cellspec.brought_by_hand([prog], ["usemem", "-n", "2",
+                                                    "250 m"])
+    guest = cellspec.guest_path(prog)
+    assert files[guest.lstrip("/")] == prog.read_bytes()
+    assert line == f"PATH={Path(guest).parent}:$PATH; usemem -n 2 '250 m'"
+    assert cellspec.brought_by_hand([], ["true"]) == ({}, "true")
+    (tmp_path / "notes").write_text("not a program\n")
+    with pytest.raises(LabError, match=f"^--bring {tmp_path}/notes: "):
+        cellspec.brought_by_hand([tmp_path / "notes"], ["notes"])
+    with pytest.raises(LabError, match="^--bring /nonexistent: "):
+        cellspec.brought_by_hand([Path("/nonexistent")], ["x"])

@@ -130,8 +130,9 @@ def test_base_image_cached_by_content(tmp_path):
 def test_cell_image_concatenates(tmp_path):
     base = initramfs.base_image(tmp_path / "cache", None)
     conf = initramfs.render_config([("cell", "c1")])
-    img = initramfs.cell_image(base, conf, tmp_path / "initrd.img",
-                               {"etc/swaplab/calibration": b"42\n"})
+    files = initramfs.files_image(tmp_path / "cache",
+                                  {"etc/swaplab/calibration": b"42\n"})
+    img = initramfs.cell_image(base, conf, tmp_path / "initrd.img", files)
     data = img.read_bytes()
     assert data.startswith(base.read_bytes())
     # gzip members concatenated: decompressing yields both archives
@@ -141,3 +142,25 @@ def test_cell_image_concatenates(tmp_path):
     files = {n: d for n, _, d in entries}
     assert files[initramfs.CONF_PATH] == conf.encode()
     assert files["etc/swaplab/calibration"] == b"42\n"
+
+
+def test_files_image_is_cached_by_content(tmp_path):
+    """A brought program's files are packed once per content: the same
+    files give the same archive (not rewritten), a changed byte a new
+    one, and a library's directories come before it."""
+    cache = tmp_path / "cache"
+    libs = {"lib/x86_64-linux-gnu/libc.so.6": b"\x7fELF" + b"c" * 64,
+            "opt/swaplab-host/tmp/usemem": b"\x7fELF" + b"u" * 64}
+    first = initramfs.files_image(cache, libs)
+    stamp = first.stat().st_mtime_ns
+    again = initramfs.files_image(cache, dict(reversed(libs.items())))
+    assert again == first and again.stat().st_mtime_ns == stamp
+    changed = initramfs.files_image(
+        cache, {**libs, "opt/swaplab-host/tmp/usemem": b"\x7fELF" + b"v"})
+    assert changed != first
+    entries = read_newc(gzip.decompress(first.read_bytes()))
+    names = [n for n, _, _ in entries]
+    assert names.index("lib/x86_64-linux-gnu") < \
+        names.index("lib/x86_64-linux-gnu/libc.so.6")
+    modes = {n: m for n, m, _ in entries}
+    assert modes["opt/swaplab-host/tmp/usemem"] & 0o777 == 0o755
