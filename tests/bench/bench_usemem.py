@@ -5,14 +5,18 @@ cell (workload `usemem-bench`, `parse: usemem`, through the store), once
 by hand (`lab boot VARIANT --bring USEMEM -- usemem ARGS`, the console's
 "N bytes / N usecs = N KB/s" lines summed here with a regular expression
 of this script's own). Same kernel, same guest, same device; the two are
-interleaved so that drift in the host hits both alike. Prints each
-variant's KB/s both ways with 95 % intervals, the lab's change against
-by hand with its interval (within the noise when it holds 0), and the
-two rankings.
+interleaved so that drift in the host hits both alike. `--sysfs`
+settings go into the workload (the lab applies them) and, by hand, are
+written by the command before usemem runs. Prints each variant's KB/s
+both ways, every value and the 95 % interval, the lab's change against
+by hand with its interval (within the noise when it holds 0), and each
+way's ranking: the second variant against the first, higher, lower or
+tied (its interval holds 0); the rankings agree when both say the same.
 
     /usr/bin/python3 tests/bench/bench_usemem.py --usemem PATH
-        [--variants base readahead] [--backend nvme] [--repeats 3]
+        [--variants base thp-stage2] [--backend nvme] [--repeats 3]
         [--procs 2] [--size 250m]
+        [--sysfs kernel/mm/transparent_hugepage/enabled=always]
 
 usemem is vm-scalability's (built by you: `make usemem STATIC=1`); its
 source is never part of this repository.
@@ -22,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +51,9 @@ def matrix_file(tmp: Path, usemem: Path, args: argparse.Namespace) -> Path:
     workload = (f"workloads:\n  {WORKLOAD}:\n    program: {usemem}\n"
                 f"    args: [-n, {args.procs}, {args.size}]\n"
                 "    parse: usemem\n    timeout: 300\n")
+    if args.sysfs:
+        workload += "    sysfs:\n" + "".join(
+            f"      {key}: {value}\n" for key, value in args.sysfs)
     sub = (f"matrices:\n  {WORKLOAD}:\n    variants: "
            f"[{', '.join(args.variants)}]\n    backends: [{args.backend}]\n"
            f"    workloads: [{WORKLOAD}]\n    repeats: {args.repeats}\n")
@@ -82,10 +88,12 @@ def lab_cells(matrix: Path, repeat: int, variants: list[str], backend: str,
 def by_hand(matrix: Path, variant: str, backend: str, usemem: Path,
             args: argparse.Namespace) -> float | None:
     """usemem's KB/s summed over its processes, read off the console."""
+    settings = "".join(f"echo {value} > /sys/{key}; "
+                       for key, value in args.sysfs)
     out = subprocess.run(
         [sys.executable, "-m", "lab", "boot", variant, "--backend", backend,
-         "--file", str(matrix), "--bring", str(usemem), "--",
-         usemem.name, "-n", str(args.procs), args.size],
+         "--file", str(matrix), "--bring", str(usemem), "--", "sh", "-c",
+         f"{settings}exec {usemem.name} -n {args.procs} {args.size}"],
         cwd=ROOT, capture_output=True, text=True, check=False)
     kbps = [int(m.group(3)) for m in map(LINE.match, out.stdout.splitlines())
             if m]
@@ -98,23 +106,40 @@ def by_hand(matrix: Path, variant: str, backend: str, usemem: Path,
 
 def interval(values: list[float]) -> str:
     s = summarize(values)
+    each = ", ".join(f"{v:,.0f}" for v in values)
     if s.n < 2:
-        return f"{s.mean:,.0f} (n {s.n})"
+        return f"{s.mean:,.0f} (n {s.n}: {each})"
     half = 0.0 if s.stddev is None else \
         sps.t.ppf(0.975, s.n - 1) * s.stddev / s.n ** 0.5
     return f"{s.mean:,.0f} [{s.mean - half:,.0f}, {s.mean + half:,.0f}] " \
-        f"(n {s.n}, CV {100 * (s.cv or 0):.1f} %)"
+        f"(n {s.n}, CV {100 * (s.cv or 0):.1f} %: {each})"
+
+
+def ranking(values: dict[str, list[float]], first: str, second: str
+            ) -> tuple[str, str]:
+    """`second` against `first`: ("higher" | "lower" | "tied", the change
+    with its 95 % interval); tied when the interval holds no change."""
+    if min(len(values[first]), len(values[second])) < 2:
+        return "unknown", "fewer than 2 values"
+    ratio, low, high, _ = welch_log_ratio(values[first], values[second])
+    text = (f"{100 * (ratio - 1):+.1f} % [{100 * (low - 1):+.1f}, "
+            f"{100 * (high - 1):+.1f}]")
+    return ("tied" if low <= 1 <= high else
+            "higher" if ratio > 1 else "lower"), text
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--usemem", type=Path, required=True)
-    ap.add_argument("--variants", nargs="+", default=["base", "readahead"])
+    ap.add_argument("--variants", nargs=2, default=["base", "thp-stage2"])
     ap.add_argument("--backend", default="nvme")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--size", default="250m")
+    ap.add_argument("--sysfs", action="append", default=[],
+                    metavar="KEY=VALUE", help="under /sys, both ways")
     args = ap.parse_args()
+    args.sysfs = [tuple(kv.split("=", 1)) for kv in args.sysfs]
     usemem = args.usemem.resolve()
     hand: dict[str, list[float]] = {v: [] for v in args.variants}
     with tempfile.TemporaryDirectory(prefix="bench-usemem-") as name:
@@ -144,12 +169,12 @@ def main() -> int:
             print(f"  lab vs by hand {100 * (ratio - 1):+.1f} % "
                   f"[{100 * (low - 1):+.1f}, {100 * (high - 1):+.1f}] "
                   f"p {p:.2f}: {noise}")
-    rank = {how: sorted((v for v in args.variants if values[v]),
-                        key=lambda v: -statistics.fmean(values[v]))
-            for how, values in (("by hand", hand), ("lab", lab))}
-    for how, order in rank.items():
-        print(f"ranking {how}: {' > '.join(order)}")
-    same = rank["by hand"] == rank["lab"]
+    first, second = args.variants
+    rank = {}
+    for how, values in (("by hand", hand), ("lab", lab)):
+        rank[how], text = ranking(values, first, second)
+        print(f"ranking {how}: {second} against {first}: {rank[how]}, {text}")
+    same = rank["by hand"] == rank["lab"] != "unknown"
     print("rankings agree" if same else "RANKINGS DIFFER")
     return 0 if same else 1
 
