@@ -319,8 +319,8 @@ def _boot(args: argparse.Namespace) -> int:
     from lab.calibrate import dilation
     from lab.guest import runner
     matrix = load_matrix(args.file)
-    for kind, name, known in (("variant", args.variant, matrix.variants),
-                              ("backend", args.backend, matrix.backends)):
+    for kind, name, known in (("variant", args.variant, [*matrix.variants]),
+                              ("backend", args.backend, [*matrix.backends])):
         if name not in known:
             raise LabError(f"unknown {kind} '{name}'; {matrix.file} has: "
                            f"{', '.join(known)}")
