@@ -175,13 +175,15 @@ def variants_slide(ra: RunAnswers, matrix: Matrix) -> Slide:
     for rec in ra.records.values():
         releases.setdefault(rec.cell.variant,
                             str(rec.provenance.get("kernel_release") or ""))
+    # The description last: the one column of an effects table that
+    # wraps (a long one overflowed the slide).
     rows = "".join(
-        f"<tr><td>{e(v)}</td><td>{e(matrix.variants[v].description)}</td>"
-        f"<td>{e(releases.get(v, 'not run'))}</td></tr>" for v in names
+        f"<tr><td>{e(v)}</td><td>{e(releases.get(v, 'not run'))}</td>"
+        f"<td>{e(matrix.variants[v].description)}</td></tr>" for v in names
         if v in matrix.variants)
     body = ("<div class='col'><table class='effects'><tr><th>variant</th>"
-            "<th>what it is</th><th>kernel release (as the guest reported)"
-            f"</th></tr>{rows}</table></div>")
+            "<th>kernel release (as the guest reported)</th>"
+            f"<th>what it is</th></tr>{rows}</table></div>")
     return Slide("variants", "The kernels compared", body,
                  f"{len(names)} variants; each question pairs two that differ"
                  " by one patch series, or one kernel under two names (A/A).")

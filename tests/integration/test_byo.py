@@ -104,7 +104,9 @@ def test_lab_boot_runs_a_brought_program_by_hand(
     name, and its own line reaches the console."""
     for name in ("kernels", "patches"):
         (tmp_path / name).symlink_to(ROOT / name)
-    src, binary = tmp_path / "touch64.c", tmp_path / "touch64"
+    # BYO's workloads name ./bin/touch64: the matrix must validate.
+    (tmp_path / "bin").mkdir()
+    src, binary = tmp_path / "touch64.c", tmp_path / "bin" / "touch64"
     src.write_text(PROGRAM)
     subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), str(src)],
                    check=True)
