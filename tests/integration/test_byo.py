@@ -65,8 +65,9 @@ BYO = tiny_matrix("", """\
 """)
 
 
-def test_a_dynamic_program_runs_in_the_guest_and_is_parsed(
-        base_build: Build, lab_root: Path, tmp_path: Path) -> None:
+def byo_matrix(tmp_path: Path) -> tuple[Path, Path]:
+    """PROGRAM built dynamically at ./bin/touch64 and BYO's matrix beside
+    it: (the program, the matrix file)."""
     for name in ("kernels", "patches"):
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / "bin").mkdir()
@@ -74,11 +75,16 @@ def test_a_dynamic_program_runs_in_the_guest_and_is_parsed(
     src.write_text(PROGRAM)
     subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), str(src)],
                    check=True)
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(BYO)
+    return binary, matrix
+
+def test_a_dynamic_program_runs_in_the_guest_and_is_parsed(
+        base_build: Build, lab_root: Path, tmp_path: Path) -> None:
+    binary, matrix = byo_matrix(tmp_path)
     files = elf.closure(binary)
     assert elf.read(binary).interpreter, "dynamically linked"
     assert any(p.name.startswith("libc.so") for p in files)
-    matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(BYO)
     session = cell_session(matrix, lab_root, "-q", "--new-run",
                            timeout=900)
     assert session.returncode == 1, session.stdout[-3000:]
@@ -102,16 +108,7 @@ def test_lab_boot_runs_a_brought_program_by_hand(
     """The by-hand half of issue 26's usemem target: `lab boot --bring`
     runs the same dynamically linked program in the same guest by its
     name, and its own line reaches the console."""
-    for name in ("kernels", "patches"):
-        (tmp_path / name).symlink_to(ROOT / name)
-    # BYO's workloads name ./bin/touch64: the matrix must validate.
-    (tmp_path / "bin").mkdir()
-    src, binary = tmp_path / "touch64.c", tmp_path / "bin" / "touch64"
-    src.write_text(PROGRAM)
-    subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), str(src)],
-                   check=True)
-    matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(BYO)
+    binary, matrix = byo_matrix(tmp_path)
     boot = subprocess.run(
         [sys.executable, "-m", "lab", "--cache", str(lab_root), "boot",
          "base", "--backend", "nvme", "--file", str(matrix), "--bring",
