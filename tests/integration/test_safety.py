@@ -226,17 +226,18 @@ def test_thp_readahead_charges_do_not_reclaim(
     assert got["max"] <= needed, text
 
 
-def test_thp_readahead_follows_the_class_policy(
+def test_thp_readahead_follows_the_readahead_mode(
         builds: dict[str, Build], repo_matrix: Matrix,
         tmp_path: Path) -> None:
-    """Issue 24, item 5: in readahead mode by-device, a device class whose
-    policy reads nothing ahead gets no THP readahead either (it read
-    ahead whatever the class said). NVMe is class ssd; with its algorithm
-    none the faults still read their own ranges whole. Before the fix
-    the same boot read THPs ahead (docs/patches.md)."""
+    """Issue 24, item 5: where swap-in readahead reads nothing ahead,
+    THP readahead reads nothing either (it read ahead whatever the class
+    policy said). The per-class files are gone and the only class whose
+    policy is none, sync, gets no THP readahead anyway, so this sets
+    readahead_mode none on NVMe (swap_ra_enabled() false): the faults
+    still read their own ranges whole. Before the fix the same boot, with
+    the ssd class's algorithm none, read THPs ahead (docs/patches.md)."""
     result = boot_result(repo_matrix, builds["beyond"], "nvme", tmp_path,
-                         {"kernel/mm/swap/ra_by_device/ssd_algorithm":
-                          "none"})
+                         {"kernel/mm/swap/readahead_mode": "none"})
     vm = thp_counters(result)
     print(vm)
     assert vm["thp_swpin"] > 0, str(vm)

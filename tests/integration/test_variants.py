@@ -312,23 +312,22 @@ def test_ra_by_device_picks_the_class_policy(backend: str,
     assert all(vm[f"swap_ra_{a}"] == 0 for a in unused), dict(vm)
 
 
-def test_ra_by_device_knobs_and_sync_class(builds: dict[str, Build],
-                                           repo_matrix: Matrix,
-                                           tmp_path: Path) -> None:
-    """pmem with the bypass off: its class (sync) decides, by default no
-    readahead; a class knob set to cluster with a window of 16 pages is
-    obeyed on the next swap-ins."""
+def test_ra_by_device_sync_class_and_global_mode(builds: dict[str, Build],
+                                                repo_matrix: Matrix,
+                                                tmp_path: Path) -> None:
+    """pmem with the bypass off: its class (sync) decides, no readahead;
+    a global mode instead (readahead_mode cluster, as variant ra-cluster
+    sets it; issue 24, item 5 removed the per-class files) reads ahead
+    from it too, with vm.page-cluster's window, and no class decides."""
     bypass_off = {"kernel/mm/swap/sync_io_bypass": "0", **NO_THP_SWAPIN}
     vm = boot(repo_matrix, builds["beyond"], "dax-pmem", tmp_path,
               bypass_off)
     assert vm["swap_ra_sync"] > 0 and vm["swap_ra_none"] > 0, dict(vm)
     assert vm["swap_ra_vma61"] == vm["swap_ra_vma_rfc"] == 0, dict(vm)
     vm = boot(repo_matrix, builds["beyond"], "dax-pmem",
-              tmp_path / "knob",
-              {**bypass_off,
-               "kernel/mm/swap/ra_by_device/sync_algorithm": "cluster",
-               "kernel/mm/swap/ra_by_device/sync_max_order": "4"})
-    assert vm["swap_ra_none"] == 0 and vm["swap_ra_cluster_pages"] > 0
+              tmp_path / "global",
+              {**bypass_off, "kernel/mm/swap/readahead_mode": "cluster"})
+    assert vm["swap_ra_none"] == vm["swap_ra_sync"] == 0, dict(vm)
     assert vm["swap_ra_cluster_pages"] > vm["swap_ra_cluster"], dict(vm)
 
 
@@ -345,12 +344,9 @@ def knob_cell(matrix: Matrix, build: Build, tmp: Path,
 
 
 # The knobs the series of issue 10 add, each with a value its write must
-# refuse: not an algorithm, the by-device mode itself, a window beyond
-# 2^9, THP readahead beyond 8 ranges.
+# refuse: not a readahead mode, THP readahead beyond 8 ranges.
 BAD_KNOBS = {
-    "kernel/mm/swap/ra_by_device/rotational_algorithm": "foo",
-    "kernel/mm/swap/ra_by_device/ssd_algorithm": "by-device",
-    "kernel/mm/swap/ra_by_device/sync_max_order": "10",
+    "kernel/mm/swap/readahead_mode": "foo",
     "kernel/mm/swap/thp_swapin_readahead": "9",
 }
 # Those with named choices as they read back once set (the one set in
@@ -360,8 +356,6 @@ SHOWN_KNOBS = {
     "kernel/mm/swap/readahead_mode":
     "cluster vma-rfc vma-6.1 none [by-device]\n"
     "rotational: cluster\nssd: vma-6.1\nsync: none",
-    "kernel/mm/swap/ra_by_device/ssd_algorithm":
-    "cluster vma-rfc vma-6.1 [none]",
     "kernel/mm/swap/thp_swapin": "never madvise [always]",
     "kernel/mm/swap/thp_swpout_pte_mapped": "[split] whole",
     "kernel/mm/swap/thp_swapin_readahead": "3",
@@ -376,6 +370,39 @@ def test_knobs_reject_bad_values(builds: dict[str, Build],
     assert res.reason == "agent-error", res.detail
     for path, value in BAD_KNOBS.items():
         assert f"/sys/{path} <- {value}: Invalid argument" in res.detail
+
+
+# The per-class files an earlier ra-by-device added (issue 24, item 5:
+# ABI a maintainer would refuse; the class policies are fixed now).
+GONE = [f"/sys/kernel/mm/swap/ra_by_device/{cls}_{knob}"
+        for cls in ("rotational", "ssd", "sync")
+        for knob in ("algorithm", "max_order")]
+
+
+def test_ra_by_device_has_no_class_files(builds: dict[str, Build],
+                                         repo_matrix: Matrix,
+                                         tmp_path: Path) -> None:
+    """None of the six ra_by_device/ files exists, nor their directory;
+    readahead_mode and vma_ra_max_order still do."""
+    build = builds["beyond"]
+    paths = [*GONE, "/sys/kernel/mm/swap/ra_by_device",
+             "/sys/kernel/mm/swap/readahead_mode",
+             "/sys/kernel/mm/swap/vma_ra_max_order"]
+    script = "; ".join(f"if [ -e {p} ]; then echo {p} yes; "
+                       f"else echo {p} no; fi" for p in paths)
+    spec = cellspec.CellSpec(
+        cell_id=f"proof-{build.variant}-no-class-files", build=build,
+        backend=repo_matrix.backends["nvme"], guest=GUEST,
+        argv=["sh", "-c", script], out_dir=tmp_path, timeout_s=120,
+        output="none")
+    res = runner.run_cell(dilation.prepared(spec, cache_root()),
+                          cache_root())
+    assert res.ok, f"{res.reason}: {res.detail} ({res.console_log})"
+    text = res.result["workload"]["stdout_text"]
+    seen = dict(line.split() for line in text.splitlines()
+                if len(line.split()) == 2)
+    assert seen == {**{p: "no" for p in paths[:-2]},
+                    paths[-2]: "yes", paths[-1]: "yes"}, text
 
 
 def test_knobs_read_back_their_choices(builds: dict[str, Build],
