@@ -37,7 +37,7 @@ from lab.paths import REPO
 from lab.progress import Progress
 from lab.results import store
 from lab.results.runmatrix import run_matrix
-from lab.spec.matrix import load_matrix
+from lab.spec.matrix import idle_note, load_matrix
 from lab.spec.model import Cell, Matrix, Variant
 
 PROPERTY = "swaplab-cell"
@@ -190,7 +190,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[STATE]
     return [f"swaplab: matrix {s.matrix.file} sub-matrix {s.sub}: "
-            f"{len(s.cells)} cells; run {s.run.id} in {s.cache}"]
+            f"{len(s.cells)} cells; run {s.run.id} in {s.cache}"
+            f"{idle_note(s.matrix, s.sub)}"]
 
 
 @pytest.fixture(scope="session")

@@ -418,6 +418,20 @@ def describe(matrix: Matrix) -> str:
              f"'{matrix.baseline}'"]
     for name, sub in matrix.matrices.items():
         own = f", baseline '{sub.baseline}'" if sub.baseline else ""
-        lines.append(f"  {name}: {len(matrix.cells(name))} cells{own}")
+        lines.append(f"  {name}: {len(matrix.cells(name))} cells{own}"
+                     f"{idle_note(matrix, name)}")
     return "\n".join(lines)
+
+
+def idle_note(matrix: Matrix, name: str) -> str:
+    """What a sub-matrix lists but never boots, as a clause to print: a
+    sub-matrix with questions runs only their arms and its `rows`, so a
+    variant it lists besides them drops out without a word otherwise."""
+    sub = matrix.sub(name)
+    if not sub.questions:
+        return ""
+    arms = {v for q in sub.questions for v in
+            (matrix.questions[q].candidate, matrix.questions[q].reference)}
+    idle = [v for v in sub.variants if v not in arms and v not in sub.rows]
+    return f"; listed but not run: {', '.join(idle)}" if idle else ""
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from lab.errors import MatrixError
-from lab.spec.matrix import load_matrix
+from lab.spec.matrix import describe, load_matrix
 from tests.unit.test_matrix import GOOD, line_of, make_tree
 
 # ra-clean differs from base only by the readahead series; readahead
@@ -94,6 +94,16 @@ def test_rows_run_beside_the_questions_cells(tmp_path: Path) -> None:
              load(tmp_path / "plain", text_with()).cells("quick")}
     assert cells - plain == {("readahead", "nvme"),
                              ("readahead", "rotational")}
+
+
+def test_a_listed_variant_that_never_runs_is_named(tmp_path: Path) -> None:
+    """readahead is neither question's arm: it drops out of the cells,
+    and `lab validate` says so; as a row it runs and the note goes."""
+    asked = describe(load(tmp_path, text_with()))
+    assert "quick: 15 cells; listed but not run: readahead" in asked
+    rowed = describe(load(tmp_path / "row", text_with(
+        sub=ASKED + "    rows: [readahead]\n")))
+    assert "not run" not in rowed
 
 
 @pytest.mark.parametrize("sub,needle", [
