@@ -424,14 +424,14 @@ def describe(matrix: Matrix) -> str:
 
 
 def idle_note(matrix: Matrix, name: str) -> str:
-    """What a sub-matrix lists but never boots, as a clause to print: a
-    sub-matrix with questions runs only their arms and its `rows`, so a
-    variant it lists besides them drops out without a word otherwise."""
+    """What a sub-matrix with questions lists but never boots, as a clause
+    to print: such a sub-matrix runs only their arms and its `rows`
+    (Matrix.cells), so a variant it lists besides them would drop out
+    without a word."""
     sub = matrix.sub(name)
     if not sub.questions:
         return ""
-    arms = {v for q in sub.questions for v in
-            (matrix.questions[q].candidate, matrix.questions[q].reference)}
-    idle = [v for v in sub.variants if v not in arms and v not in sub.rows]
+    booted = {cell.variant for cell in matrix.cells(name)}
+    idle = [v for v in sub.variants if v not in booted]
     return f"; listed but not run: {', '.join(idle)}" if idle else ""
 
