@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lab.kernel.build import Build
+from lab.results.record import host_busy
 from lab.results.store import Store
 from tests.integration.conftest import cell_session
 from tests.integration.test_build import BROKEN
@@ -92,10 +93,22 @@ def test_tiny_matrix_on_xdist_workers(base_build: Build, lab_root: Path,
     # One repeat each: the table must not claim significance.
     assert "n=1" in table.stdout and "%*" not in table.stdout
 
-    # A second session reuses both results instead of booting again.
+    # A second session reuses the finished results instead of booting
+    # again. A cell measured while other work took the host's CPU is not
+    # finished (the statistics set it aside) and is measured again: CI
+    # stop 37 met one such cell here.
+    unfinished = {cid: host_busy(rec.result) for cid, rec in records.items()
+                  if not rec.finished}
+    assert all(unfinished.values()), unfinished
+    if len(unfinished) == len(records):
+        pytest.skip(f"reuse not tested: every cell set aside ({unfinished})")
     again = cell_session(matrix, lab_root, "-q", "-rs", timeout=600)
     assert again.returncode == 0, again.stdout[-2000:]
-    assert "2 skipped" in again.stdout and "result reused" in again.stdout
+    reused = len(records) - len(unfinished)
+    assert f"{reused} skipped" in again.stdout, (unfinished, again.stdout)
+    assert "result reused" in again.stdout
+    if unfinished:
+        assert f"{len(unfinished)} passed" in again.stdout, again.stdout
 
 
 TWO_BUILDS = tiny_matrix("""\
