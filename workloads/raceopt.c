@@ -43,6 +43,10 @@ void race_usage(FILE *f)
 "  -r, --runtime SEC        race for SEC seconds after the fill [10]\n"
 "      --thp MODE           madvise (MADV_HUGEPAGE) or nohuge\n"
 "                           (MADV_NOHUGEPAGE) [madvise]\n"
+"      --walk ORDER         the ranges the faulters take: random, or seq\n"
+"                           (in order, taking turns, as a kernel that\n"
+"                           reads a THP whole only on sequential faults\n"
+"                           needs) [random]\n"
 "      --write-pct N        faulter touches that also rewrite the page,\n"
 "                           0 to 100 [25]\n"
 "      --sub-max SIZE       largest sub-range a mutator changes alone, a\n"
@@ -66,6 +70,7 @@ enum {
 	OPT_MUTATORS,
 	OPT_FRAC_MEM,
 	OPT_THP,
+	OPT_WALK,
 	OPT_WRITE_PCT,
 	OPT_SUB_MAX,
 	OPT_OPS,
@@ -82,6 +87,7 @@ static const struct option long_opts[] = {
 	{ "size-frac-mem", required_argument, NULL, OPT_FRAC_MEM },
 	{ "runtime", required_argument, NULL, 'r' },
 	{ "thp", required_argument, NULL, OPT_THP },
+	{ "walk", required_argument, NULL, OPT_WALK },
 	{ "write-pct", required_argument, NULL, OPT_WRITE_PCT },
 	{ "sub-max", required_argument, NULL, OPT_SUB_MAX },
 	{ "ops", required_argument, NULL, OPT_OPS },
@@ -166,6 +172,14 @@ static int parse_one(struct race_config *cfg, int c, const char *arg,
 		else
 			return bad("unknown --thp '%s' (madvise or nohuge)",
 				   arg);
+		return 0;
+	case OPT_WALK:
+		if (!strcmp(arg, "random"))
+			cfg->walk_seq = false;
+		else if (!strcmp(arg, "seq"))
+			cfg->walk_seq = true;
+		else
+			return bad("unknown --walk '%s' (random or seq)", arg);
 		return 0;
 	case OPT_WRITE_PCT:
 		if (parse_u64(arg, 0, 100, &u))

@@ -80,6 +80,7 @@ struct area {
 	int64_t keep_range;	/* --corrupt-page's range, -1: none */
 	uint64_t deadline;
 	uint64_t fork_seq;
+	uint64_t walk_next;	/* --walk seq: the faulters' next range */
 };
 
 struct thread {
@@ -321,10 +322,14 @@ static void range_unlock(struct area *a, uint64_t r)
 }
 
 /*
- * Faulters: a window of pages of a random range, under the range's read
- * lock, each page checked under its busy bit (skipped while a mutator or
+ * Faulters: a window of pages of a range, under the range's read lock,
+ * each page checked under its busy bit (skipped while a mutator or
  * another faulter has it) and rewritten now and then.  The first touch of
- * a range swapped out whole is what swaps a THP in.
+ * a range swapped out whole is what swaps a THP in.  The range is a
+ * random one, or with --walk seq the next in order, the faulters taking
+ * turns: a kernel that reads a range whole only when the VMA's last swap
+ * fault was in it or next to it (beyond-6.12) never does for random
+ * ranges, nor for faulters walking apart in one VMA.
  */
 static void faulter(struct thread *t)
 {
@@ -332,10 +337,14 @@ static void faulter(struct thread *t)
 	unsigned int wpct = a->cfg->write_pct;
 
 	while (!stopped(a)) {
-		uint64_t i, r = rnd_below(&t->rng, a->nranges);
-		uint64_t start = rnd_below(&t->rng, a->ppr);
+		uint64_t i, r, start = rnd_below(&t->rng, a->ppr);
 		bool ro;
 
+		if (a->cfg->walk_seq)
+			r = __atomic_fetch_add(&a->walk_next, 1,
+					       __ATOMIC_RELAXED) % a->nranges;
+		else
+			r = rnd_below(&t->rng, a->nranges);
 		range_rdlock(a, r);
 		ro = __atomic_load_n(&a->range[r].ro, __ATOMIC_ACQUIRE);
 		for (i = 0; i < FAULT_WINDOW; i++) {
@@ -1044,6 +1053,7 @@ static void emit_config(struct jw *w, const struct race_config *cfg)
 		jw_null(w, "size_frac_mem");
 	jw_dbl(w, "runtime_s", (double)cfg->runtime_ns / 1e9, 3);
 	jw_str(w, "thp", cfg->nohuge ? "nohuge" : "madvise");
+	jw_str(w, "walk", cfg->walk_seq ? "seq" : "random");
 	jw_u64(w, "write_pct", cfg->write_pct);
 	jw_u64(w, "sub_max_bytes", cfg->sub_max);
 	jw_arr_begin(w, "ops");

@@ -51,6 +51,7 @@ struct race_config {
 	uint64_t size;			/* resolved, whole 2 MiB ranges */
 	uint64_t runtime_ns;
 	bool nohuge;			/* MADV_NOHUGEPAGE, else HUGEPAGE */
+	bool walk_seq;			/* faulters take ranges in order */
 	unsigned int write_pct;		/* faulter touches that rewrite */
 	uint64_t sub_max;		/* largest sub-range, bytes */
 	unsigned int ops;		/* bit mask of enum race_op */

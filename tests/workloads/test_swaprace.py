@@ -24,7 +24,7 @@ OPS = ["dontneed", "remap", "mprotect", "pageout", "fork"]
 TOP_KEYS = {"schema", "status", "exit_code", "config", "system", "total",
             "processes", "mismatches"}
 CONFIG_KEYS = {"seed", "procs", "faulters", "mutators", "size_per_proc_bytes",
-               "size_frac_mem", "runtime_s", "thp", "write_pct",
+               "size_frac_mem", "runtime_s", "thp", "walk", "write_pct",
                "sub_max_bytes", "ops", "fork_sample_pages", "corrupt_page"}
 SYSTEM_KEYS = {"page_size", "mem_total_bytes", "swap_total_bytes", "cpus",
                "kernel"}
@@ -101,7 +101,7 @@ def test_help(swaprace):
     res = run(swaprace, "-h")
     assert res.returncode == 0 and res.stdout.startswith("usage: swaprace")
     for opt in ("--procs", "--faulters", "--mutators", "--size-frac-mem",
-                "--runtime", "--thp", "--ops", "--sub-max", "--corrupt-page"):
+                "--runtime", "--thp", "--walk", "--ops", "--sub-max", "--corrupt-page"):
         assert opt in res.stdout
 
 
@@ -115,6 +115,7 @@ def test_help(swaprace):
     (["--size-frac-mem", "0"], "bad --size-frac-mem"),
     (["--runtime", "0"], "bad runtime"),
     (["--thp", "always"], "unknown --thp"),
+    (["--walk", "backwards"], "unknown --walk"),
     (["--write-pct", "101"], "bad --write-pct"),
     (["--sub-max", "3K"], "bad --sub-max"),
     (["--sub-max", "2M"], "bad --sub-max"),
@@ -173,6 +174,20 @@ def test_one_op_at_a_time(swaprace):
         if op != "pageout":     # refused where there is no swap
             assert ops[op] + ops.get(f"{op}_sub", 0) > 0, op
         assert doc["total"]["mismatches"] == 0
+
+
+def test_walk_seq_races_as_random_does(swaprace):
+    """--walk seq (faulters take the ranges in order) is in the config,
+    and races every operation with every page checked."""
+    doc, _ = run_json(swaprace, *TINY, "--walk", "seq")
+    total = doc["total"]
+    assert doc["config"]["walk"] == "seq"
+    assert doc["status"] == "ok" and total["mismatches"] == 0
+    assert total["verified_pages"] > total["final_verify_pages"]
+    assert all(total["ops"][op] + total["ops"].get(f"{op}_sub", 0) > 0
+               for op in ("dontneed", "remap", "mprotect", "fork"))
+    default, _ = run_json(swaprace, *TINY, "--procs", "1", "--runtime", "1")
+    assert default["config"]["walk"] == "random"
 
 
 def test_no_mutators_only_faults(swaprace):
