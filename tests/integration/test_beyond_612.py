@@ -192,3 +192,47 @@ def test_beyond_6_12_debug_races_page_table_changes(
                               tmp_path, "race-thp-debug"))
     shown = {k: vm[k] for k in sorted(vm) if k.startswith("thp_swpin")}
     print(f"race-thp-debug, nvme: {shown}")
+
+
+# One page of each 2 MiB range a pass (--step 512: the first page of
+# each THP) of a MADV_HUGEPAGE area of 1.3x RAM: pass 0 faults the THPs
+# in, reclaim swaps them out whole, passes 1 and 2 and the final sweep
+# (in the last pass's order) touch one page of each range again, in a
+# fresh shuffled order or in order.
+ONE_PAGE_A_RANGE = ["swapbench", "--step", "512", "--thp", "madvise",
+                    "--size-frac-mem", "1.3", "--passes", "3", "-q"]
+
+
+def test_beyond_6_12_reads_whole_on_sequential_faults_only(
+        repo_matrix: Matrix, builds: dict[str, Build],
+        tmp_path: Path) -> None:
+    """The random-touch gate (draft): a range swapped out whole is read
+    whole only where the VMA's last swap fault was in the same or an
+    adjacent 2 MiB range. Shuffled, a fault's previous one is adjacent
+    about 2 times in N (N ranges, ~150 here), so about 2 ranges a pass
+    come back whole and nearly every fault falls back as
+    thp_swpin_fallback_random; in order, all but the first range of each
+    sweep (and one after each range found still resident) come back
+    whole. Before the gate, the shuffled boot read every range whole."""
+    build = builds["beyond-6.12"]
+    shuffled = counters(boot_result(
+        repo_matrix, build, "nvme", tmp_path / "random",
+        argv=ONE_PAGE_A_RANGE + ["--pattern", "random"]))
+    in_order = counters(boot_result(
+        repo_matrix, build, "nvme", tmp_path / "seq",
+        argv=ONE_PAGE_A_RANGE + ["--pattern", "seq"]))
+    for name, vm in (("random", shuffled), ("seq", in_order)):
+        shown = {k: vm[k] for k in sorted(vm)
+                 if k.startswith(("thp_sw", "pswp", "pgmaj"))}
+        print(f"\none page a range, {name}, nvme: {shown}")
+        assert vm["thp_swpout"] > 0, str(vm)
+    random = shuffled["thp_swpin_fallback_random"]
+    # Shuffled: ~2 whole reads a sweep by chance (3 sweeps), and random
+    # is nearly every fallback (the gate comes before the PTE checks).
+    assert random > 0, str(shuffled)
+    assert shuffled["thp_swpin"] <= 2 + random // 20, str(shuffled)
+    assert random * 10 >= shuffled["thp_swpin_fallback"] * 9, str(shuffled)
+    # In order: a stream that went whole keeps going whole.
+    assert in_order["thp_swpin"] > 0, str(in_order)
+    assert (in_order["thp_swpin"]
+            >= 4 * in_order["thp_swpin_fallback_random"]), str(in_order)
