@@ -206,7 +206,7 @@ ONE_PAGE_A_RANGE = ["swapbench", "--step", "512", "--thp", "madvise",
 def test_beyond_6_12_reads_whole_on_sequential_faults_only(
         repo_matrix: Matrix, builds: dict[str, Build],
         tmp_path: Path) -> None:
-    """The random-touch gate (draft): a range swapped out whole is read
+    """The random-touch gate: a range swapped out whole is read
     whole only where the VMA's last swap fault was in the same or an
     adjacent 2 MiB range. Shuffled, a fault's previous one is adjacent
     about 2 times in N (N ranges, ~150 here), so about 2 ranges a pass

@@ -101,7 +101,8 @@ def test_help(swaprace):
     res = run(swaprace, "-h")
     assert res.returncode == 0 and res.stdout.startswith("usage: swaprace")
     for opt in ("--procs", "--faulters", "--mutators", "--size-frac-mem",
-                "--runtime", "--thp", "--walk", "--ops", "--sub-max", "--corrupt-page"):
+                "--runtime", "--thp", "--walk", "--ops", "--sub-max",
+                "--corrupt-page"):
         assert opt in res.stdout
 
 
