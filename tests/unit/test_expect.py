@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from lab.errors import MatrixError
-from lab.results.store import Store
+from lab.results.store import Store, open_results_dir
 from lab.spec import expect
 from lab.spec.matrix import load_matrix
 from lab.spec.yamlsrc import Node
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = ROOT / "tests" / "data"
+REPORTS = ROOT / "reports"
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +129,24 @@ def test_bad_conditions_are_named(value):
         expect.condition(Node("m.yaml", 3, "expect[0].vmstat.x", value))
     assert str(info.value).startswith(
         "m.yaml:3: expect[0].vmstat.x: expected a counter condition")
+
+
+def test_6_12_large_folio_swap_in_is_proven_on_pmem_and_zram(matrix):
+    """Issue 25: stock 6.12 with 64 KiB mTHP swaps large folios in from
+    both synchronous devices (15.6 to 15.8 pages a major fault in the
+    reference run), with 4 KiB folios one page a fault; a 64 KiB cell
+    that brought one page a fault breaks its rule."""
+    run = open_results_dir(REPORTS / "20261207-170011-today-reread" / "raw")
+    checked = 0
+    for rec in run.records().values():
+        if (rec.cell.backend not in ("dax-pmem", "zram")
+                or not rec.cell.variant.endswith("6.12-mthp64")):
+            continue
+        assert expect.check(matrix.expect, rec.cell, rec.result) == []
+        small = copy.deepcopy(rec.result)
+        vm = small["delta"]["vmstat"]
+        vm["pswpin"] = vm["pgmajfault"]
+        problems = expect.check(matrix.expect, rec.cell, small)
+        assert any("pswpin" in p for p in problems), problems
+        checked += 1
+    assert checked == 24
