@@ -52,6 +52,7 @@ class SessionState:
     cells: list[Cell]           # in run order
     cache: Path
     run: store.Run
+    passed_over: str = ""       # why the latest run was not resumed
     # variant -> its build, or why it failed (each built once a session)
     builds: dict[str, Build | BuildFailed] = field(default_factory=dict)
 
@@ -111,19 +112,30 @@ def _cells(config: pytest.Config, matrix: Matrix, sub: str) -> list[Cell]:
 
 
 def _open_run(st: store.Store, matrix: Matrix, sub: str,
-              cells: list[Cell], fresh: bool) -> store.Run:
+              cells: list[Cell], fresh: bool) -> tuple[store.Run, str]:
     """Resume the latest run of this sub-matrix of this matrix file when
     what it measures and decides is unchanged (Matrix.study_digest), so
     finished cells are reused; else start a new one. A long study runs
     in pieces over days while other parts of matrix.yaml change; the
     resumed run keeps the file as it is now. Another file, even with the
-    same study, is another experiment."""
+    same study, is another experiment.
+
+    Also returns, for a new run, why the latest run of this sub-matrix
+    was not resumed ('' if there was none, or the caller asked for a
+    new run): a clone at another path silently starting over costs a
+    study its finished cells."""
+    passed_over = ""
     if not fresh:
         want = matrix.study_digest(sub)
         for run_id in reversed(st.ids()):
             run = st.open(run_id)
             m = run.manifest.get("matrix", {})
-            if m.get("submatrix") != sub or m.get("file") != str(matrix.file):
+            if m.get("submatrix") != sub:
+                continue
+            if m.get("file") != str(matrix.file):
+                passed_over = passed_over or (
+                    f"not resuming run {run_id}: it ran {m.get('file')}, "
+                    f"not {matrix.file}")
                 continue
             try:
                 same = run_matrix(run).study_digest(sub) == want
@@ -132,8 +144,11 @@ def _open_run(st: store.Store, matrix: Matrix, sub: str,
             if same:
                 run.remove_partial()
                 run.adopt_matrix(matrix)
-                return run
-    return st.create(matrix, sub, cells)
+                return run, ""
+            passed_over = passed_over or (
+                f"not resuming run {run_id}: what sub-matrix '{sub}' "
+                f"measures or decides has changed since")
+    return st.create(matrix, sub, cells), passed_over
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -146,6 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
     st = store.Store(cache)
     procs.interrupt_on()            # SIGTERM, SIGHUP: stop like Ctrl-C
     worker = getattr(config, "workerinput", None)
+    passed_over = ""
     if worker is not None:
         run = st.open(worker["swaplab_run"])
         # the other workers' guests are the lab's own, not other work
@@ -155,15 +171,16 @@ def pytest_configure(config: pytest.Config) -> None:
             run = st.open(config.getoption("--lab-run"))
             run.plan(cells)
         else:
-            run = _open_run(st, matrix, sub, cells,
-                            config.getoption("--new-run"))
+            run, passed_over = _open_run(st, matrix, sub, cells,
+                                         config.getoption("--new-run"))
         id_file = config.getoption("--run-id-file")
         if id_file:
             Path(id_file).write_text(run.id + "\n")
         config.pluginmanager.register(
             StoreWriter(run, len(cells), config.getoption("--deadline")),
             "swaplab-store")
-    config.stash[STATE] = SessionState(matrix, sub, cells, cache, run)
+    config.stash[STATE] = SessionState(matrix, sub, cells, cache, run,
+                                       passed_over=passed_over)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -189,9 +206,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[STATE]
-    return [f"swaplab: matrix {s.matrix.file} sub-matrix {s.sub}: "
-            f"{len(s.cells)} cells; run {s.run.id} in {s.cache}"
-            f"{idle_note(s.matrix, s.sub)}"]
+    lines = [f"swaplab: matrix {s.matrix.file} sub-matrix {s.sub}: "
+             f"{len(s.cells)} cells; run {s.run.id} in {s.cache}"
+             f"{idle_note(s.matrix, s.sub)}"]
+    if s.passed_over:
+        lines.append(f"swaplab: {s.passed_over}")
+    return lines
 
 
 @pytest.fixture(scope="session")

@@ -67,7 +67,7 @@ def _store_with_run(tmp_path, text: str) -> tuple[store.Store, str]:
 
 
 def _reopen(tmp_path, st: store.Store, text: str,
-            where: str = "a") -> store.Run:
+            where: str = "a") -> tuple[store.Run, str]:
     matrix = _matrix(tmp_path / where, text)
     return plugin._open_run(st, matrix, "seeds", matrix.cells("seeds"),
                             fresh=False)
@@ -88,8 +88,9 @@ def test_a_study_resumes_across_edits_that_leave_it_alone(
     assert text.count(old) == 1, old
     st, run_id = _store_with_run(tmp_path, text)
     edited = text.replace(old, new)
-    run = _reopen(tmp_path, st, edited)
+    run, passed_over = _reopen(tmp_path, st, edited)
     assert run.id == run_id
+    assert passed_over == ""
     # The resumed run keeps the file as it is now.
     assert (run.root / "matrix.yaml").read_text() == edited
     assert store.open_results_dir(run.root).manifest["matrix"]["sha256"] \
@@ -112,13 +113,24 @@ def test_a_changed_study_starts_a_new_run(tmp_path, old: str,
     text = _repo_text()
     assert text.count(old) == 1, old
     st, run_id = _store_with_run(tmp_path, text)
-    run = _reopen(tmp_path, st, text.replace(old, new))
+    run, passed_over = _reopen(tmp_path, st, text.replace(old, new))
     assert run.id != run_id
     assert (st.open(run_id).root / "matrix.yaml").read_text() == text
+    assert passed_over == (f"not resuming run {run_id}: what sub-matrix "
+                           f"'seeds' measures or decides has changed since")
 
 
 def test_the_same_study_in_another_file_is_another_run(tmp_path) -> None:
     text = _repo_text()
     st, run_id = _store_with_run(tmp_path, text)
-    assert _reopen(tmp_path, st, text).id == run_id
-    assert _reopen(tmp_path, st, text, where="elsewhere").id != run_id
+    assert _reopen(tmp_path, st, text)[0].id == run_id
+    run, passed_over = _reopen(tmp_path, st, text, where="elsewhere")
+    assert run.id != run_id
+    # Said, not silent: the header names the run and both files.
+    assert passed_over == (
+        f"not resuming run {run_id}: it ran {tmp_path / 'a' / 'matrix.yaml'}"
+        f", not {tmp_path / 'elsewhere' / 'matrix.yaml'}")
+    # Asked for a new run: nothing to explain.
+    matrix = _matrix(tmp_path / "a", text)
+    assert plugin._open_run(st, matrix, "seeds", matrix.cells("seeds"),
+                            fresh=True)[1] == ""
