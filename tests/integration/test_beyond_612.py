@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -29,12 +30,15 @@ pytestmark = pytest.mark.slow
 
 
 def matrix_cell(matrix: Matrix, build: Build, tmp: Path,
-                workload: str = "thp-reread-ro") -> dict:
-    """The `workload` cell of `build`'s variant on `nvme`: its result,
-    after checking it ran clean, verified every page, left no kernel
-    complaint and held matrix.yaml's expectations."""
-    cell = Cell(1, build.variant, "nvme", workload)
+                workload: str = "thp-reread-ro", backend: str = "nvme",
+                extra_argv: Sequence[str] = ()) -> dict:
+    """The `workload` cell of `build`'s variant on `backend`, its command
+    line extended by `extra_argv`: its result, after checking it ran
+    clean, verified every page, left no kernel complaint and held
+    matrix.yaml's expectations."""
+    cell = Cell(1, build.variant, backend, workload)
     spec = cellspec.cell_spec(matrix.plan(cell), build, tmp / build.variant)
+    spec = dataclasses.replace(spec, argv=[*spec.argv, *extra_argv])
     res = runner.run_cell(dilation.prepared(spec, cache_root()),
                           cache_root())
     assert res.ok, f"{res.reason}: {res.detail} (log {res.console_log})"
@@ -43,8 +47,8 @@ def matrix_cell(matrix: Matrix, build: Build, tmp: Path,
     assert check(matrix.expect, cell, res.result) == []
     assert cellrun.sanity(res.result) == []
     later = cell_metrics(res.result).get("swapbench.main.later_pass_s")
-    print(f"\n{build.variant} on nvme, {workload}: time per later pass "
-          f"{later.value if later else None} s (TCG)")
+    print(f"\n{build.variant} on {backend}, {workload}: time per later "
+          f"pass {later.value if later else None} s (TCG)")
     return res.result
 
 
@@ -148,19 +152,13 @@ def test_beyond_6_12_under_media_errors(
     pages (matrix.yaml) and a whole read happens only where 512 of them
     happened to go out in order. Stop 38's CI saw none (thp_swpin 0,
     thp_swpin_fallback_entries 130,970: every range shared)."""
-    cell = Cell(1, "beyond-6.12", "nvme-faulty", "faults-thp")
-    spec = cellspec.cell_spec(repo_matrix.plan(cell), builds["beyond-6.12"],
-                              tmp_path / "faulty")
-    spec = dataclasses.replace(
-        spec, argv=[*spec.argv, "--fork-after-pass", "1"])
-    res = runner.run_cell(dilation.prepared(spec, cache_root()),
-                          cache_root())
-    assert res.ok, f"{res.reason}: {res.detail} (log {res.console_log})"
-    assert cellrun.sanity(res.result) == []
-    vm = counters(res.result)
+    result = matrix_cell(repo_matrix, builds["beyond-6.12"], tmp_path,
+                         "faults-thp", backend="nvme-faulty",
+                         extra_argv=["--fork-after-pass", "1"])
+    vm = counters(result)
     shown = {k: vm[k] for k in sorted(vm)
              if k.startswith(("thp_swpin", "pswpin", "pgmaj"))}
-    total = res.result["workload"]["result"]["total"]
+    total = result["workload"]["result"]["total"]
     print(f"faults-thp forked after pass 1, nvme-faulty: {shown}; {total}")
     assert total["fork_verified_pages"] > 0, total
     assert vm["thp_swpin"] > 0, str(vm)
