@@ -117,12 +117,14 @@ def builds(repo_matrix: Matrix) -> dict[str, Build]:
 def boot_result(matrix: Matrix, build: Build, backend: str, tmp: Path,
                 sysfs: dict[str, str] | None = None, guest: Guest = GUEST,
                 argv: list[str] = THP_SEQ,
-                sysctl: dict[str, str] | None = None) -> dict:
-    """The result of one THP workload boot that ran clean."""
+                sysctl: dict[str, str] | None = None,
+                timeout_s: int = 600) -> dict:
+    """The result of one THP workload boot that ran clean (within
+    `timeout_s` of workload time)."""
     spec = cellspec.CellSpec(
         cell_id=f"proof-{build.variant}-{backend}", build=build,
         backend=matrix.backends[backend], guest=guest, argv=argv,
-        out_dir=tmp / f"{build.variant}-{backend}", timeout_s=600,
+        out_dir=tmp / f"{build.variant}-{backend}", timeout_s=timeout_s,
         sysfs={**THP_ON, **(sysfs or {})}, sysctl=sysctl or {})
     res = runner.run_cell(dilation.prepared(spec, cache_root()),
                           cache_root())
