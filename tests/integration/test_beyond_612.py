@@ -10,8 +10,6 @@ re-reads it and checks every page of it.
 from __future__ import annotations
 
 import collections
-import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -30,15 +28,13 @@ pytestmark = pytest.mark.slow
 
 
 def matrix_cell(matrix: Matrix, build: Build, tmp: Path,
-                workload: str = "thp-reread-ro", backend: str = "nvme",
-                extra_argv: Sequence[str] = ()) -> dict:
-    """The `workload` cell of `build`'s variant on `backend`, its command
-    line extended by `extra_argv`: its result, after checking it ran
-    clean, verified every page, left no kernel complaint and held
-    matrix.yaml's expectations."""
+                workload: str = "thp-reread-ro",
+                backend: str = "nvme") -> dict:
+    """The `workload` cell of `build`'s variant on `backend`: its result,
+    after checking it ran clean, verified every page, left no kernel
+    complaint and held matrix.yaml's expectations."""
     cell = Cell(1, build.variant, backend, workload)
     spec = cellspec.cell_spec(matrix.plan(cell), build, tmp / build.variant)
-    spec = dataclasses.replace(spec, argv=[*spec.argv, *extra_argv])
     res = runner.run_cell(dilation.prepared(spec, cache_root()),
                           cache_root())
     assert res.ok, f"{res.reason}: {res.detail} (log {res.console_log})"
@@ -139,27 +135,26 @@ def test_beyond_6_12_races_page_table_changes_without_losing_data(
 def test_beyond_6_12_under_media_errors(
         repo_matrix: Matrix, builds: dict[str, Build],
         tmp_path: Path) -> None:
-    """The matrix's `faults-thp` cell on `nvme-faulty` (sticky media
-    errors; 8 processes that share their areas with forked children and
-    survive SIGBUS), forking after pass 1 instead of pass 0: THPs come
-    back whole under the faults, the children then share THPs that came
-    back whole and the entries of THPs that went out whole again, every
-    page that reads back reads back right, and the kernel does not
-    complain beyond the read errors themselves.
+    """The matrix's `faults-thp-late-fork` cell on `nvme-faulty` (sticky
+    media errors; 8 processes that survive SIGBUS and fork after pass 1,
+    sharing their areas with the children): THPs come back whole under
+    the faults, the children then share THPs that came back whole and
+    the entries of THPs that went out whole again, every page that
+    reads back reads back right, and the kernel does not complain
+    beyond the read errors themselves.
 
-    Not the cell as the matrix runs it: forked after pass 0, a parent's
-    writes split the THPs it shares, so its later passes swap small
-    pages (matrix.yaml) and a whole read happens only where 512 of them
-    happened to go out in order. Stop 38's CI saw none (thp_swpin 0,
+    Not `faults-thp`: forked after pass 0, a parent's writes split the
+    THPs it shares, so its later passes swap small pages (matrix.yaml)
+    and a whole read happens only where 512 of them happened to go out
+    in order. Stop 38's CI saw none (thp_swpin 0,
     thp_swpin_fallback_entries 130,970: every range shared)."""
     result = matrix_cell(repo_matrix, builds["beyond-6.12"], tmp_path,
-                         "faults-thp", backend="nvme-faulty",
-                         extra_argv=["--fork-after-pass", "1"])
+                         "faults-thp-late-fork", backend="nvme-faulty")
     vm = counters(result)
     shown = {k: vm[k] for k in sorted(vm)
              if k.startswith(("thp_swpin", "pswpin", "pgmaj"))}
     total = result["workload"]["result"]["total"]
-    print(f"faults-thp forked after pass 1, nvme-faulty: {shown}; {total}")
+    print(f"faults-thp-late-fork, nvme-faulty: {shown}; {total}")
     assert total["fork_verified_pages"] > 0, total
     assert vm["thp_swpin"] > 0, str(vm)
 
