@@ -163,8 +163,9 @@ def test_a_failed_whole_read_reads_the_faulting_page_alone(
     sector that stays bad kept the task in that loop for as long as it
     ran (the faults run 20261207-202219 on thp-swapin-ra: 90,814 failed
     whole reads of one range in 900 s, the workload killed). Now that
-    fault starts reading its own page alone, as 6.12's large-folio
-    swap-in does: the workload ends, a failed whole read costs only the
+    fault starts reading its own page alone, as our 6.12 series does
+    (upstream 6.12 gives SIGBUS for a large folio whose read failed):
+    the workload ends, a failed whole read costs only the
     pages the drive cannot read, and none reads back wrong. THPs
     rewritten each pass on `nvme-faulty-dense` (ten times nvme-faulty's
     writes that leave a block unreadable: on nvme-faulty 1 or 2 whole
