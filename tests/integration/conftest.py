@@ -81,6 +81,17 @@ GUEST = Guest(memory_mib=256, vcpus=2, swap_mib=512, firmware="seabios",
               cmdline="")
 THP_SEQ = ["swapbench", "--pattern", "seq", "--thp", "madvise",
            "--size-frac-mem", "1.3", "--passes", "2", "-q"]
+
+
+def thp_seq_surviving_sigbus(passes: int) -> list[str]:
+    """THP_SEQ over `passes` passes on a drive with media errors: the THPs
+    rewritten each pass (swapbench does not combine --reread with
+    --survive-sigbus), a page the drive cannot read counted as lost."""
+    return ["swapbench", "--pattern", "seq", "--thp", "madvise",
+            "--size-frac-mem", "1.3", "--passes", str(passes),
+            "--warmup-passes", "1", "--survive-sigbus", "-q"]
+
+
 # Below 512 MiB of RAM the kernel starts with THP off: ask for it, and let
 # madvised faults compact memory to get huge pages.
 THP_ON = {"kernel/mm/transparent_hugepage/enabled": "madvise",

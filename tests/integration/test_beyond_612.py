@@ -22,7 +22,8 @@ from lab.results.metrics import cell_metrics
 from lab.session import cellrun
 from lab.spec.expect import check
 from lab.spec.model import Cell, Matrix
-from tests.integration.conftest import boot_result
+from tests.integration.conftest import (boot_result,
+                                        thp_seq_surviving_sigbus)
 
 pytestmark = pytest.mark.slow
 
@@ -166,14 +167,10 @@ def test_beyond_6_12_a_failed_whole_read_falls_back_to_4k(
     is taken out of the swap cache and the faulting page read the 4 KiB
     way (thp_swpin_fallback_ioerr), so only pages the drive cannot read
     are lost (SIGBUS, survived and counted by swapbench), never 512 at a
-    time, and none reads back wrong. THPs rewritten each pass (no
-    --reread: swapbench does not combine it with --survive-sigbus).
+    time, and none reads back wrong.
     Measured once: thp_swpin 603, ioerr 4, 32 pages lost, 0 mismatches."""
-    argv = ["swapbench", "--pattern", "seq", "--thp", "madvise",
-            "--size-frac-mem", "1.3", "--passes", "4", "--warmup-passes",
-            "1", "--survive-sigbus", "-q"]
     result = boot_result(repo_matrix, builds["beyond-6.12"], "nvme-faulty",
-                         tmp_path, argv=argv)
+                         tmp_path, argv=thp_seq_surviving_sigbus(4))
     vm = counters(result)
     total = result["workload"]["result"]["total"]
     print(f"\nnvme-faulty: thp_swpin {vm['thp_swpin']}, ioerr "

@@ -17,7 +17,8 @@ from lab.guest import cellspec
 from lab.guest import runner
 from lab.kernel.build import Build
 from lab.spec.model import Matrix
-from tests.integration.conftest import GUEST, NO_THP_RA, boot_result
+from tests.integration.conftest import (GUEST, NO_THP_RA, boot_result,
+                                        thp_seq_surviving_sigbus)
 
 pytestmark = pytest.mark.slow
 
@@ -171,12 +172,10 @@ def test_a_failed_whole_read_reads_the_faulting_page_alone(
     writes that leave a block unreadable: on nvme-faulty 1 or 2 whole
     reads of 12 passes failed), readahead on (it reads ranges whole
     too)."""
-    argv = ["swapbench", "--pattern", "seq", "--thp", "madvise",
-            "--size-frac-mem", "1.3", "--passes", "12", "--warmup-passes",
-            "1", "--survive-sigbus", "-q"]
     # A loop runs into the timeout; the fixed series takes seconds
     result = boot_result(repo_matrix, builds["beyond"], "nvme-faulty-dense",
-                         tmp_path, argv=argv, timeout_s=300)
+                         tmp_path, argv=thp_seq_surviving_sigbus(12),
+                         timeout_s=300)
     vm = thp_counters(result)
     total = result["workload"]["result"]["total"]
     print(f"\nbeyond on nvme-faulty-dense: {vm}, lost {total['lost_pages']}")
