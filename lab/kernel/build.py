@@ -163,7 +163,8 @@ class Builder:
         objdir = work / object_dir_name(variant)
         logs = self.root / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        log = logs / f"build-{variant.name}.log"
+        # Named as its state is: beyond+net must not overwrite beyond's.
+        log = logs / f"build-{self.matrix.kernel_name(variant)}.log"
         with open(log, "w", buffering=1) as out:
             progress.set("config")
             config = self._configure(variant, work, objdir, out)

@@ -185,7 +185,8 @@ def test_half_written_build_directory_is_redone(
 def test_a_workloads_fragments_make_a_kernel_of_its_own(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """base, and base with a workload's `net` fragment: each keeps its
-    own build state, so cells of both in one run build each once."""
+    own build state and log, so cells of both in one run build each
+    once and each build's log survives the other's."""
     from dataclasses import replace
     matrix = load_matrix(make_tree(tmp_path / "m"))
     (tmp_path / "m" / "kernels" / "net.config").write_text("CONFIG_NET=y\n")
@@ -200,6 +201,9 @@ def test_a_workloads_fragments_make_a_kernel_of_its_own(
     builder.build(net, Progress("base"))
     assert fake.makes == 2
     assert builder.up_to_date(base) and builder.up_to_date(net)
+    logs = tmp_path / "cache" / "logs"
+    assert sorted(p.name for p in logs.iterdir()) == [
+        "build-base+net.log", "build-base.log"]
     builder.build(base, Progress("base"))
     builder.build(net, Progress("base"))
     assert fake.makes == 2
