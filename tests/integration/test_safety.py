@@ -164,10 +164,11 @@ def test_a_failed_whole_read_reads_the_faulting_page_alone(
     sector that stays bad kept the task in that loop for as long as it
     ran (the faults run 20261207-202219 on thp-swapin-ra: 90,814 failed
     whole reads of one range in 900 s, the workload killed). Now that
-    fault starts reading its own page alone, as our 6.12 series does
-    (upstream 6.12 gives SIGBUS for a large folio whose read failed):
-    the workload ends, a failed whole read costs only the
-    pages the drive cannot read, and none reads back wrong. THPs
+    fault goes on to read its own page alone, through the 4 KiB path,
+    as a fault that waited for the read does (upstream 6.12 gives
+    SIGBUS for a large folio whose read failed): the workload ends, a
+    failed whole read costs only pages whose 4 KiB reads fail too, and
+    none reads back wrong. THPs
     rewritten each pass on `nvme-faulty-dense` (ten times nvme-faulty's
     writes that leave a block unreadable: on nvme-faulty 1 or 2 whole
     reads of 12 passes failed), readahead on (it reads ranges whole
