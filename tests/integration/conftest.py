@@ -79,17 +79,18 @@ def cell_session(matrix: Path, lab_root: Path, *args: str,
 
 GUEST = Guest(memory_mib=256, vcpus=2, swap_mib=512, firmware="seabios",
               cmdline="")
-THP_SEQ = ["swapbench", "--pattern", "seq", "--thp", "madvise",
-           "--size-frac-mem", "1.3", "--passes", "2", "-q"]
+# A MADV_HUGEPAGE area of 1.3x RAM written and read in order.
+_THP_SEQ_AREA = ["swapbench", "--pattern", "seq", "--thp", "madvise",
+                 "--size-frac-mem", "1.3"]
+THP_SEQ = [*_THP_SEQ_AREA, "--passes", "2", "-q"]
 
 
 def thp_seq_surviving_sigbus(passes: int) -> list[str]:
     """THP_SEQ over `passes` passes on a drive with media errors: the THPs
     rewritten each pass (swapbench does not combine --reread with
     --survive-sigbus), a page the drive cannot read counted as lost."""
-    return ["swapbench", "--pattern", "seq", "--thp", "madvise",
-            "--size-frac-mem", "1.3", "--passes", str(passes),
-            "--warmup-passes", "1", "--survive-sigbus", "-q"]
+    return [*_THP_SEQ_AREA, "--passes", str(passes), "--warmup-passes",
+            "1", "--survive-sigbus", "-q"]
 
 
 # Below 512 MiB of RAM the kernel starts with THP off: ask for it, and let
